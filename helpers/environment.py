@@ -1,0 +1,17 @@
+"""Where is this code running: live in a kernel with a person watching, or executed for the site?
+
+The site build and the tests set ``COURSE_STATIC_BUILD=1`` (see the Makefile). Then the
+training loop draws no progress bar, so the built pages carry no progress-bar debris;
+in JupyterLab the variable is unset and the bar shows.
+"""
+
+from __future__ import annotations
+
+import os
+
+STATIC_VARIABLE = "COURSE_STATIC_BUILD"
+
+
+def is_static_build() -> bool:
+    """True when the notebook is being executed for the static site or the tests."""
+    return os.environ.get(STATIC_VARIABLE, "").strip().lower() in {"1", "true", "yes"}

@@ -1,0 +1,73 @@
+"""Claim 1.1: deeper plain nets reach a higher *training* error; their residual twins do not.
+
+One recipe for every net (SGD with momentum 0.9, weight decay 1e-4, batch 128, He init,
+BatchNorm, post-activation blocks; He et al. 2015's CIFAR recipe scaled down to digits).
+For each seed, the residual net is built first and the plain net is its :meth:`~helpers.models.mlp.DeepMLP.twin`,
+so the two start from exactly the same weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .._checks import non_empty, positive_int
+from ..environment import is_static_build
+from ..measure.lesion import error_rate
+from ..models import DeepMLP
+from ..seeding import seed_everything
+from ..training import fit
+
+KINDS = ("plain", "residual")
+
+
+@dataclass
+class DegradationResult:
+    """Training curves and final errors of plain and residual nets, per depth and seed.
+
+    ``curves[kind, depth]`` is an array (seeds x epochs) of per-epoch training error;
+    ``train_error`` and ``test_error`` ``[kind, depth]`` are arrays over seeds of the final
+    error on the whole training / test set (eval mode). Errors are fractions in [0, 1].
+    """
+
+    depths: tuple[int, ...]
+    seeds: tuple[int, ...]
+    epochs: int
+    curves: dict
+    train_error: dict
+    test_error: dict
+    kinds: tuple[str, ...] = KINDS
+
+    def mean_train_error(self, kind: str, depth: int) -> float:
+        return float(self.train_error[kind, depth].mean())
+
+    def mean_test_error(self, kind: str, depth: int) -> float:
+        return float(self.test_error[kind, depth].mean())
+
+
+def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), width: int = 32,
+                    epochs: int = 30, lr: float = 0.05, batch_size: int = 128,
+                    progress: bool | None = None) -> DegradationResult:
+    """Train a plain and a residual :class:`~helpers.models.mlp.DeepMLP` for each depth and seed."""
+    depths = tuple(positive_int("depths[i]", d, minimum=4) for d in non_empty("depths", depths))
+    seeds = tuple(positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds))
+    epochs = positive_int("epochs", epochs)
+    curves, train_err, test_err = {}, {}, {}
+    runs = [(d, s) for d in depths for s in seeds]
+    show = (not is_static_build()) if progress is None else progress
+    for depth, seed in tqdm(runs, desc="depth x seed", disable=not show, leave=False):
+        seed_everything(seed)
+        residual = DeepMLP(depth, width, kind="residual", in_features=data.n_features,
+                           n_classes=data.n_classes)
+        for model in (residual.twin(), residual):
+            hist = fit(model, data.x_train, data.y_train, epochs=epochs, lr=lr,
+                       batch_size=batch_size, seed=seed, progress=False)
+            key = (model.kind, depth)
+            curves.setdefault(key, []).append(hist.train_error)
+            train_err.setdefault(key, []).append(error_rate(model, data.x_train, data.y_train))
+            test_err.setdefault(key, []).append(error_rate(model, data.x_test, data.y_test))
+    as_arrays = lambda d: {k: np.array(v) for k, v in d.items()}  # noqa: E731
+    return DegradationResult(depths, seeds, epochs, as_arrays(curves), as_arrays(train_err),
+                             as_arrays(test_err))

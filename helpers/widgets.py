@@ -1,0 +1,119 @@
+"""Write an exploration once; get a live widget in JupyterLab and a kernel-free page on the site.
+
+:func:`explore` takes a function that draws one matplotlib figure for one choice of each
+control, renders every combination of the (few) choices once, and displays a single
+output that carries two representations:
+
+* ``application/vnd.jupyter.widget-view+json``: ipywidgets controls, live in JupyterLab;
+* ``text/html``: the same controls as plain HTML radio buttons that swap pre-rendered
+  images with a few lines of inline JavaScript. No kernel, no CDN.
+
+JupyterLab shows the richest one (the widget); the site is configured to drop the widget
+view (``nb_mime_priority_overrides`` in ``_config.yml``), so readers get the fallback.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import uuid
+from itertools import product
+
+import ipywidgets as widgets
+from IPython.display import Image, display
+
+from ._checks import non_empty
+from .plots import to_png
+
+MAX_FRAMES = 60
+
+
+def _key(values) -> str:
+    return "|".join(str(v) for v in values)
+
+
+def render_frames(draw, controls: dict) -> dict[str, bytes]:
+    """PNG bytes of ``draw(**choice)`` for every combination of ``controls``, keyed by
+    ``"|".join(values)``."""
+    if not callable(draw):
+        raise TypeError(f"draw must be callable, got {type(draw).__name__}")
+    if not controls:
+        raise ValueError("explore needs at least one control, e.g. depth=[8, 20, 56]")
+    names = list(controls)
+    options = [non_empty(name, controls[name]) for name in names]
+    combos = list(product(*options))
+    if len(combos) > MAX_FRAMES:
+        raise ValueError(f"controls give {len(combos)} combinations; at most {MAX_FRAMES} can be pre-rendered")
+    return {_key(c): to_png(draw(**dict(zip(names, c)))) for c in combos}
+
+
+def static_html(controls: dict, frames: dict[str, bytes], *, alt: str) -> str:
+    """Radio-button controls and an image, switched by inline JavaScript (no kernel needed)."""
+    uid = "explore-" + uuid.uuid4().hex[:8]
+    names = list(controls)
+    fieldsets = []
+    for i, name in enumerate(names):
+        buttons = "".join(
+            f'<label><input type="radio" name="{uid}-{i}" value="{html.escape(str(v))}"'
+            f'{" checked" if j == 0 else ""}> {html.escape(str(v))}</label> '
+            for j, v in enumerate(controls[name])
+        )
+        fieldsets.append(f"<fieldset><legend>{html.escape(name)}</legend>{buttons}</fieldset>")
+    first = next(iter(frames))
+    sources = {k: "data:image/png;base64," + base64.b64encode(v).decode() for k, v in frames.items()}
+    return f"""<div class="course-explorer" id="{uid}">
+<form class="course-explorer-controls">{"".join(fieldsets)}</form>
+<img class="course-explorer-image" src="{sources[first]}" alt="{html.escape(alt)} ({html.escape(first)})">
+<p class="course-explorer-note">Static version: every combination was computed when the page was
+built. Run the notebook in JupyterLab for the live widget.</p>
+<script>
+(function () {{
+  const root = document.getElementById("{uid}");
+  const frames = {json.dumps(sources)};
+  const img = root.querySelector("img");
+  const alt = {json.dumps(alt)};
+  root.querySelector("form").addEventListener("change", function () {{
+    const key = Array.from(root.querySelectorAll("fieldset")).map(function (fs) {{
+      return fs.querySelector("input:checked").value;
+    }}).join("|");
+    img.src = frames[key];
+    img.alt = alt + " (" + key + ")";
+  }});
+}})();
+</script>
+</div>"""
+
+
+def live_widget(controls: dict, frames: dict[str, bytes]) -> widgets.Widget:
+    """ipywidgets controls (toggle buttons) that show the frame of the chosen combination."""
+    names = list(controls)
+    buttons = {
+        name: widgets.ToggleButtons(options=list(controls[name]), description=name,
+                                    style={"description_width": "initial"})
+        for name in names
+    }
+    def show(**choice):
+        display(Image(data=frames[_key(choice[n] for n in names)]))
+
+    # interactive_output calls show with each control's value as a keyword.
+    out = widgets.interactive_output(show, buttons)
+    return widgets.VBox([*buttons.values(), out])
+
+
+def explore(draw, *, alt: str, **controls) -> None:
+    """Display an exploration of ``draw`` over ``controls`` (each: a list of options).
+
+    ``draw(**choice)`` returns a matplotlib figure for one combination. ``alt`` describes
+    the figure for screen readers (the chosen values are appended). Example::
+
+        explore(lambda depth, kind: plot_for(depth, kind), alt="...",
+                depth=[8, 20, 56], kind=["plain", "residual"])
+    """
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError("alt must be a non-empty description of the figure")
+    frames = render_frames(draw, controls)
+    widget = live_widget(controls, frames)
+    bundle = widget._repr_mimebundle_()
+    bundle["text/html"] = static_html(controls, frames, alt=alt)
+    display(bundle, raw=True)

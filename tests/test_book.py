@@ -1,0 +1,90 @@
+"""Checks of the book's sources: notebooks clean and complete, TOC consistent, student edition sound."""
+
+import json
+import re
+
+import nbformat
+import pytest
+
+from helpers.grading import check_per_layer_factor
+from helpers.student import make_student_edition, strip_solutions
+from helpers.toc import ROOT, toc_files, toc_notebooks
+
+NOTEBOOKS = toc_notebooks(ROOT)
+IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
+
+
+def _cells(path, kind):
+    return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == kind]
+
+
+def test_every_notebook_in_book_is_in_the_toc():
+    in_book = {p.resolve() for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in str(p)}
+    assert in_book == {p.resolve() for p in NOTEBOOKS}
+    assert all(p.exists() for p in toc_files(ROOT))
+
+
+def test_no_notebook_is_committed_with_outputs():
+    for path in (ROOT / "book").rglob("*.ipynb"):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        dirty = [i for i, c in enumerate(nb["cells"])
+                 if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+        assert not dirty, f"{path.name}: cells {dirty} have outputs; clear them before committing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_has_the_parts_of_a_chapter(path):
+    code, prose = "\n".join(_cells(path, "code")), "\n".join(_cells(path, "markdown"))
+    assert "helpers.seed_everything()" in code, "seed everything with one call"
+    assert re.search(r"^\s*assert ", code, re.M), "every claim needs an assert"
+    assert "glue(" in code and "{glue:text}" in prose, "measured numbers in prose must be glued"
+    assert "helpers.widgets.explore(" in code, "each chapter has an exploration"
+    assert "{exercise}" in prose and "{solution-start}" in prose and "{solution-end}" in prose
+    assert "helpers.grading.check_" in code, "each exercise has a checker"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_glued_name_in_the_prose_is_glued_in_code(path):
+    code, prose = "\n".join(_cells(path, "code")), "\n".join(_cells(path, "markdown"))
+    used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_]+)", prose))
+    literal = set(re.findall(r'glue\("([A-Za-z0-9_]+)"', code))
+    templated = re.findall(r'glue\(f"([^"]+)"', code)
+    unresolved = {name for name in used - literal
+                  if not any(re.fullmatch(re.sub(r"\{[^}]+\}", ".+", t), name) for t in templated)}
+    assert not unresolved, f"glued in prose but never glued in code: {sorted(unresolved)}"
+
+
+def test_strip_solutions_removes_gated_cells_only():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("```{exercise} E\n:label: e\nDo it.\n```"),
+        nbformat.v4.new_code_cell("def f():\n    return None"),
+        nbformat.v4.new_markdown_cell("```{solution-start} e\n:class: dropdown\n```"),
+        nbformat.v4.new_code_cell("def f():\n    return 42"),
+        nbformat.v4.new_markdown_cell("```{solution-end}\n```"),
+        nbformat.v4.new_code_cell("check(f)", outputs=[nbformat.v4.new_output("stream", text="x")]),
+        nbformat.v4.new_code_cell("secret = 1", metadata={"tags": ["solution"]}),
+    ])
+    student = strip_solutions(nb)
+    sources = [c.source for c in student.cells]
+    assert sources == ["```{exercise} E\n:label: e\nDo it.\n```", "def f():\n    return None", "check(f)"]
+    assert student.cells[2].outputs == []
+    broken = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("```{solution-start} e\n```")])
+    with pytest.raises(ValueError, match="never closed"):
+        strip_solutions(broken)
+
+
+def test_student_edition_has_no_solutions_and_its_checkers_report_unfinished_work(tmp_path):
+    written = make_student_edition(tmp_path)
+    assert {p.relative_to(tmp_path) for p in written} == {p.relative_to(ROOT) for p in toc_files(ROOT)}
+    for src in NOTEBOOKS:
+        student = nbformat.read(tmp_path / src.relative_to(ROOT), as_version=4)
+        text = "\n".join(c.source for c in student.cells)
+        assert "{solution-start}" not in text and "{solution-end}" not in text
+        assert "np.polyfit" not in text or src.name != "01_degradation.ipynb"
+    # The chapter 1 starter, run as a student would, gets specific feedback from its checker.
+    starter = next(s for s in _cells(ROOT / "book/ch1/01_degradation.ipynb", "code")
+                   if s.startswith("def my_per_layer_factor"))
+    namespace: dict = {}
+    exec(starter, namespace)
+    feedback = check_per_layer_factor(namespace["my_per_layer_factor"])
+    assert not feedback.passed and "return" in str(feedback)

@@ -1,0 +1,57 @@
+import pytest
+import torch
+
+from helpers import data
+
+
+def test_digits_split_is_standardised_and_stratified():
+    split = data.digits()
+    assert split.x_train.shape[1] == split.n_features == 64
+    assert split.n_classes == 10
+    assert len(split.x_train) + len(split.x_test) == 1797
+    assert split.x_train.dtype == torch.float32
+    assert torch.allclose(split.x_train.mean(0), torch.zeros(64), atol=1e-5)
+    std = split.x_train.std(0, unbiased=False)
+    assert torch.all((std - 1).abs() < 1e-4) or torch.all((std < 1e-6) | ((std - 1).abs() < 1e-4))
+    assert set(split.y_test.tolist()) == set(range(10))
+
+
+def test_digits_split_does_not_depend_on_the_global_seed():
+    torch.manual_seed(1)
+    a = data.digits()
+    torch.manual_seed(2)
+    b = data.digits()
+    assert torch.equal(a.x_train, b.x_train)
+
+
+@pytest.mark.parametrize("bad, err", [(0.0, ValueError), (1.0, ValueError), ("0.2", TypeError)])
+def test_digits_rejects_bad_test_size(bad, err):
+    with pytest.raises(err, match="test_size"):
+        data.digits(test_size=bad)
+
+
+def test_scalar_inputs_and_identity_task():
+    x = data.scalar_inputs(5, -2, 2)
+    assert x.shape == (5, 1) and x[0, 0] == -2 and x[-1, 0] == 2
+    with pytest.raises(ValueError, match="high"):
+        data.scalar_inputs(5, 1, 1)
+    x, y = data.identity_task(10, 3, seed=1)
+    assert torch.equal(x, y) and x.shape == (10, 3)
+
+
+def test_sequence_tasks():
+    tokens, target = data.sequence_task("reverse", 4, 6, 10)
+    assert torch.equal(target, tokens.flip(1))
+    tokens, target = data.sequence_task("sort", 4, 6, 10)
+    assert torch.all(target[:, 1:] >= target[:, :-1])
+    with pytest.raises(ValueError, match="kind"):
+        data.sequence_task("shuffle", 4, 6, 10)
+
+
+def test_padded_batch_masks_the_padding():
+    x, mask = data.padded_batch([3, 1, 2], dim=4)
+    assert x.shape == (3, 3, 4)
+    assert mask.tolist() == [[True, True, True], [True, False, False], [True, True, False]]
+    assert torch.all(x[1, 1:] == 0)
+    with pytest.raises(ValueError, match="lengths"):
+        data.padded_batch([2, 0], dim=4)

@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from helpers.measure import (
+    activation_stats,
+    enumerate_path_lengths,
+    gradient_profile,
+    jacobian_singular_values,
+    path_length_counts,
+    per_layer_factor,
+    random_lesions,
+    single_block_lesions,
+)
+from helpers.models import Block, DeepMLP
+
+
+def test_gradient_norms_of_a_linear_net_match_the_hand_computation():
+    """y = W2 W1 x, L = 0.5 ||y - t||^2:  dL/dW2 = (y - t) (W1 x)^T,  dL/dW1 = W2^T (y - t) x^T."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4, bias=False), nn.Linear(4, 2, bias=False))
+    x, t = torch.randn(1, 3), torch.randn(1, 2)
+    W1, W2 = net[0].weight.detach(), net[1].weight.detach()
+    h = x @ W1.T
+    delta = h @ W2.T - t
+    dW2 = delta.T @ h
+    dW1 = (delta @ W2).T @ x
+    profile = gradient_profile(net, lambda out, target: 0.5 * ((out - target) ** 2).sum(), x, t)
+    assert profile.names == ("0", "1")
+    np.testing.assert_allclose(profile.weight, [dW1.norm().item(), dW2.norm().item()], rtol=1e-6)
+    # gradient reaching each layer's output: dL/dh = W2^T delta, dL/dy = delta
+    np.testing.assert_allclose(profile.output, [(delta @ W2).norm().item(), delta.norm().item()], rtol=1e-6)
+    assert profile.loss == pytest.approx(0.5 * (delta ** 2).sum().item())
+    assert profile.first_to_last == pytest.approx(profile.weight[0] / profile.weight[1])
+
+
+def test_gradient_norms_do_not_underflow():
+    net = nn.Sequential(nn.Linear(2, 2, bias=False))
+    with torch.no_grad():
+        net[0].weight.fill_(1e-25)
+    profile = gradient_profile(net, lambda out, _: out.sum() * 1e-20, torch.ones(1, 2), None)
+    assert profile.weight[0] > 0
+
+
+def test_gradient_profile_rejects_bad_arguments():
+    with pytest.raises(TypeError, match="loss_fn"):
+        gradient_profile(nn.Linear(2, 2), "mse", torch.ones(1, 2), torch.ones(1, 2))
+    with pytest.raises(ValueError, match="nn.Linear"):
+        gradient_profile(nn.ReLU(), lambda a, b: a.sum(), torch.ones(1, 2), None)
+
+
+def test_per_layer_factor_recovers_a_geometric_profile():
+    norms = 3.0 * 0.5 ** np.arange(9, -1, -1)  # input -> output, halving per layer going back
+    assert per_layer_factor(norms) == pytest.approx(0.5)
+    assert per_layer_factor(norms[::-1]) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="positive"):
+        per_layer_factor([1.0, 0.0])
+    with pytest.raises(ValueError, match="at least 2"):
+        per_layer_factor([1.0])
+
+
+def test_plain_gradients_vanish_without_normalisation_and_residual_ones_do_not():
+    torch.manual_seed(0)
+    residual = DeepMLP(20, 16, norm="none", init="pytorch")
+    x, y = torch.randn(64, 64), torch.randint(0, 10, (64,))
+    loss = nn.functional.cross_entropy
+    g_plain = per_layer_factor(gradient_profile(residual.twin(), loss, x, y).weight)
+    g_res = per_layer_factor(gradient_profile(residual, loss, x, y).weight)
+    assert g_plain < 0.6 < 0.9 < g_res
+
+
+def test_activation_stats():
+    relu = nn.ReLU()
+    model = nn.Sequential(nn.Identity(), relu)
+    stats = activation_stats(model, torch.tensor([[-1.0, 1.0, -2.0, 2.0]]), [model[0], relu])
+    np.testing.assert_allclose(stats["mean"], [0.0, 0.75])
+    np.testing.assert_allclose(stats["dead"], [0.0, 0.5])
+    with pytest.raises(ValueError, match="never called"):
+        activation_stats(model, torch.ones(1, 4), [nn.ReLU()])
+
+
+def test_residual_jacobian_is_identity_plus_branch():
+    torch.manual_seed(0)
+    block = Block(6, norm="none", order="pre")
+    x = torch.randn(6)
+    sv_res = jacobian_singular_values(block, x)
+    block.residual = False
+    sv_plain = jacobian_singular_values(block, x)
+    zero = Block(6, norm="none", order="pre", zero_init_branch=True)
+    np.testing.assert_allclose(jacobian_singular_values(zero, x).numpy(), np.ones(6), atol=1e-6)
+    assert sv_res.shape == sv_plain.shape == (6,)
+    with pytest.raises(ValueError, match="1-D"):
+        jacobian_singular_values(block, torch.randn(2, 6))
+
+
+def test_path_counts_are_binomial():
+    assert path_length_counts(3).tolist() == [1, 3, 3, 1]
+    for n in (1, 5, 10):
+        assert np.array_equal(enumerate_path_lengths(n), path_length_counts(n))
+        assert path_length_counts(n).sum() == 2 ** n
+    with pytest.raises(ValueError, match="n"):
+        enumerate_path_lengths(21)
+
+
+def test_lesions():
+    torch.manual_seed(0)
+    model = DeepMLP(8, 8, norm="none")
+    x, y = torch.randn(50, 64), torch.randint(0, 10, (50,))
+    single = single_block_lesions(model, x, y)
+    assert single.shape == (3,) and np.all((single >= 0) & (single <= 1))
+    assert random_lesions(model, x, y, k=2, n_draws=4).shape == (4,)
+    with pytest.raises(ValueError, match="k"):
+        random_lesions(model, x, y, k=4)

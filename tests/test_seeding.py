@@ -1,0 +1,37 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.seeding import default_seed, generator, seed_everything
+
+
+def test_seed_everything_makes_python_numpy_and_torch_repeat():
+    def draw():
+        return random.random(), np.random.rand(), torch.rand(1).item()
+
+    seed_everything(3)
+    first = draw()
+    seed_everything(3)
+    assert draw() == first
+    seed_everything(4)
+    assert draw() != first
+
+
+def test_default_seed_reads_the_environment(monkeypatch):
+    monkeypatch.delenv("COURSE_SEED", raising=False)
+    assert default_seed() == 0
+    monkeypatch.setenv("COURSE_SEED", "7")
+    assert default_seed() == 7
+    assert seed_everything() == 7
+
+
+def test_bad_seeds_are_rejected(monkeypatch):
+    monkeypatch.setenv("COURSE_SEED", "seven")
+    with pytest.raises(ValueError, match="COURSE_SEED"):
+        default_seed()
+    with pytest.raises(ValueError, match="seed"):
+        seed_everything(-1)
+    with pytest.raises(TypeError, match="seed"):
+        generator(1.5)

@@ -1,0 +1,24 @@
+"""Robust, not lucky: every notebook's asserted claims must hold for COURSE_SEED = 0..9."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from helpers.toc import ROOT, toc_notebooks
+
+sys.path.insert(0, str(ROOT / "tools"))
+from run_notebooks import _seed_run  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("path", toc_notebooks(ROOT), ids=lambda p: p.name)
+def test_claims_hold_for_seeds_0_to_9(path):
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(_seed_run, [(path, seed) for seed in range(10)]))
+    failures = [f"seed {seed}: {error}" for _, seed, _, error in results if error is not None]
+    assert not failures, "claims that did not hold:\n" + "\n".join(failures)

@@ -1,0 +1,119 @@
+"""The built site: warnings are errors, nothing from a CDN, no debris, and every page works in a browser."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from helpers.toc import ROOT, toc_files
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PAGES = [str(p.relative_to(ROOT).with_suffix(".html")) for p in toc_files(ROOT)]
+EXTERNAL = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["'](?:https?:)?//""", re.I)
+
+
+def _html(site: Path, page: str) -> str:
+    return (site / page).read_text(encoding="utf-8")
+
+
+def test_every_toc_page_is_built(site):
+    for page in PAGES:
+        assert (site / page).exists(), page
+
+
+def test_no_page_loads_anything_from_a_cdn(site):
+    for path in site.rglob("*.html"):
+        hits = EXTERNAL.findall(path.read_text(encoding="utf-8"))
+        assert not hits, f"{path.relative_to(site)} loads from another host: {hits[:3]}"
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").exists(), "MathJax must be bundled"
+
+
+def test_pages_carry_no_debris(site):
+    for page in PAGES:
+        text = _html(site, page)
+        for needle in ("it/s]", "Traceback (most recent call last)", "AssertionError",
+                       "application/vnd.jupyter.widget-view+json", "Error in glue"):
+            assert needle not in text, f"{page} contains {needle!r}"
+
+
+def test_glued_numbers_and_solutions_are_rendered(site):
+    text = _html(site, "book/ch1/01_degradation.html")
+    assert "glue:text" not in text and "{glue" not in text
+    assert re.search(r"training error of <span[^>]*>\s*\d+\.\d", text) or re.search(r"\d+\.\d\s*%", text)
+    assert "dropdown" in text and "solution" in text.lower()
+    assert 'class="course-explorer"' in text
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *args: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chrome = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+            "--no-first-run", "--disable-component-update", "--disable-sync"])
+        yield chrome
+        chrome.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_page_in_a_browser(browser, server, page):
+    tab = browser.new_page()
+    errors, foreign = [], []
+    tab.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.on("request", lambda req: foreign.append(req.url)
+           if not req.url.startswith((server, "data:", "blob:", "about:")) else None)
+    tab.goto(f"{server}/{page}", wait_until="networkidle")
+    has_math = tab.evaluate("() => document.querySelectorAll('.math, span.math, div.math').length > 0")
+    if has_math:
+        tab.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0", timeout=20000)
+        assert tab.evaluate("() => document.querySelectorAll('mjx-merror, .MathJax_Error').length") == 0
+    broken = tab.evaluate("""() => Array.from(document.images)
+        .filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.src.slice(0, 80))""")
+    no_alt = tab.evaluate("""() => Array.from(document.querySelectorAll('main img'))
+        .filter(img => !(img.getAttribute('alt') || '').trim()).map(img => img.src.slice(0, 80))""")
+    body = tab.inner_text("main")
+    tab.close()
+    assert not errors, f"console errors on {page}: {errors}"
+    assert not foreign, f"{page} requested other hosts: {foreign[:5]}"
+    assert not broken, f"images that did not load on {page}: {broken}"
+    assert not no_alt, f"images without alt text on {page}: {no_alt}"
+    for needle in ("Traceback", "AssertionError", "Error in glue"):
+        assert needle not in body, f"{page} shows {needle!r}"
+
+
+@pytest.mark.browser
+def test_static_explorer_switches_frames_without_a_kernel(browser, server):
+    tab = browser.new_page()
+    tab.goto(f"{server}/book/ch1/01_degradation.html", wait_until="networkidle")
+    explorer = tab.locator(".course-explorer").first
+    image = explorer.locator("img")
+    before = image.get_attribute("src")
+    explorer.locator("input[type=radio]").nth(1).check()
+    after, alt = image.get_attribute("src"), image.get_attribute("alt")
+    tab.close()
+    assert after != before and after.startswith("data:image/png")
+    assert "(20|" in alt
