@@ -3,8 +3,8 @@
 Solutions are written with sphinx-exercise's gated directives: a markdown cell holding a
 ``solution-start`` directive starts a solution, and one holding ``solution-end`` ends it;
 on the site the cells in between sit in a hidden dropdown. The student edition drops
-those cells altogether (and any cell tagged ``solution``), clears outputs, and keeps everything else, exercise starters and
-checkers included. Run ``python -m helpers.student OUT_DIR``.
+those cells altogether (and any cell tagged ``solution``), clears outputs, and keeps
+everything else, exercise starters and checkers included. Run ``python -m helpers.student OUT_DIR``.
 """
 
 from __future__ import annotations

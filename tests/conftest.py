@@ -11,5 +11,6 @@ def site(tmp_path_factory):
     """Path to the built HTML; the build must succeed with warnings as errors."""
     out = tmp_path_factory.mktemp("site")
     proc = build_site(out)
-    assert proc.returncode == 0, f"site build failed (warnings are errors):\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+    log = f"{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"site build failed (warnings are errors):\n{log}"
     return out / "_build" / "html"

@@ -43,17 +43,6 @@ def test_notebook_has_the_parts_of_a_chapter(path):
     assert "helpers.grading.check_" in code, "each exercise has a checker"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_every_glued_name_in_the_prose_is_glued_in_code(path):
-    code, prose = "\n".join(_cells(path, "code")), "\n".join(_cells(path, "markdown"))
-    used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_]+)", prose))
-    literal = set(re.findall(r'glue\("([A-Za-z0-9_]+)"', code))
-    templated = re.findall(r'glue\(f"([^"]+)"', code)
-    unresolved = {name for name in used - literal
-                  if not any(re.fullmatch(re.sub(r"\{[^}]+\}", ".+", t), name) for t in templated)}
-    assert not unresolved, f"glued in prose but never glued in code: {sorted(unresolved)}"
-
-
 def test_strip_solutions_removes_gated_cells_only():
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("```{exercise} E\n:label: e\nDo it.\n```"),

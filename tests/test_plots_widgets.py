@@ -47,7 +47,7 @@ def test_explore_displays_widget_and_fallback(monkeypatch):
     shown = []
     monkeypatch.setattr(widgets, "display", lambda obj, raw=False: shown.append((obj, raw)))
     widgets.explore(_draw, alt="a line", a=[1, 2], b=["x"])
-    bundle, raw = shown[0]
+    bundle, raw = shown[-1]
     assert raw
     assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(bundle)
 
