@@ -18,6 +18,7 @@ pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = [str(p.relative_to(ROOT).with_suffix(".html")) for p in toc_files(ROOT)]
 EXTERNAL = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["'](?:https?:)?//""", re.I)
+CDN = re.compile(r"unpkg\.com|jsdelivr|cdnjs|googleapis|polyfill\.io|requirejs", re.I)
 
 
 def _html(site: Path, page: str) -> str:
@@ -33,6 +34,9 @@ def test_no_page_loads_anything_from_a_cdn(site):
     for path in site.rglob("*.html"):
         hits = EXTERNAL.findall(path.read_text(encoding="utf-8"))
         assert not hits, f"{path.relative_to(site)} loads from another host: {hits[:3]}"
+        scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", path.read_text(encoding="utf-8"), re.S)
+        named = [m.group(0) for body in scripts for m in [CDN.search(body)] if m]
+        assert not named, f"{path.relative_to(site)} has scripts naming a CDN: {named[:3]}"
     assert (site / "_static" / "mathjax" / "tex-chtml.js").exists(), "MathJax must be bundled"
 
 
@@ -40,7 +44,7 @@ def test_pages_carry_no_debris(site):
     for page in PAGES:
         text = _html(site, page)
         for needle in ("it/s]", "Traceback (most recent call last)", "AssertionError",
-                       "application/vnd.jupyter.widget-view+json", "Error in glue"):
+                       'type="application/vnd.jupyter.widget-view+json"', "Error in glue"):
             assert needle not in text, f"{page} contains {needle!r}"
 
 
