@@ -2,12 +2,12 @@
 plots, widgets and exercise checkers. Notebooks ``import helpers`` and keep only the story
 and short cells; everything they run lives here, with unit tests."""
 
-from . import data, environment, experiments, grading, measure, models, plots, training, widgets
+from . import data, environment, experiments, grading, history, measure, models, plots, training, widgets
 from .seeding import default_seed, seed_everything
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "data", "environment", "experiments", "grading", "measure", "models", "plots",
+    "data", "environment", "experiments", "grading", "history", "measure", "models", "plots",
     "training", "widgets", "default_seed", "seed_everything",
 ]

@@ -69,10 +69,19 @@ def scalar_inputs(n: int = 256, low: float = -2.0, high: float = 2.0) -> torch.T
     return torch.linspace(low, high, n).unsqueeze(1)
 
 
-def identity_task(n: int, dim: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs ``x ~ N(0, I)`` of shape ``(n, dim)`` and the target ``x`` itself."""
+def identity_task(n: int, dim: int, seed: int = 0, *, nonnegative: bool = False
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs ``x ~ N(0, I)`` of shape ``(n, dim)`` and the target ``x`` itself.
+
+    ``nonnegative=True`` takes ``|x|`` instead: the inputs a block sees inside a ReLU net,
+    where every block's input is the output of a ReLU.
+    """
     n, dim = positive_int("n", n), positive_int("dim", dim)
+    if not isinstance(nonnegative, bool):
+        raise TypeError(f"nonnegative must be a bool, got {type(nonnegative).__name__}")
     x = torch.randn(n, dim, generator=generator(seed))
+    if nonnegative:
+        x = x.abs()
     return x, x.clone()
 
 

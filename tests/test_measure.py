@@ -112,3 +112,44 @@ def test_lesions():
     assert random_lesions(model, x, y, k=2, n_draws=4).shape == (4,)
     with pytest.raises(ValueError, match="k"):
         random_lesions(model, x, y, k=4)
+
+
+# --- loss landscape ---------------------------------------------------------------------
+
+def test_filter_normalised_direction_matches_row_norms():
+    from helpers.measure import filter_normalised_direction
+
+    model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
+    d = filter_normalised_direction(model, seed=0)
+    for name, p in model.named_parameters():
+        if p.dim() < 2:
+            assert torch.count_nonzero(d[name]) == 0, name
+        else:
+            torch.testing.assert_close(d[name].norm(dim=1), p.detach().norm(dim=1))
+
+
+def test_loss_slices_pass_through_the_trained_loss_and_leave_the_model_alone():
+    from helpers.measure import loss_slice_1d, loss_surface_2d
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    x, y = torch.randn(16, 3), torch.randint(0, 2, (16,))
+    before = [p.clone() for p in model.parameters()]
+    base = torch.nn.functional.cross_entropy(model(x), y).item()
+    s = loss_slice_1d(model, torch.nn.functional.cross_entropy, x, y, [-0.5, 0.0, 0.5])
+    assert s[1] == pytest.approx(base, rel=1e-6)
+    grid = loss_surface_2d(model, torch.nn.functional.cross_entropy, x, y, [-0.5, 0.0, 0.5])
+    assert grid.shape == (3, 3) and grid[1, 1] == pytest.approx(base, rel=1e-6)
+    for p, q in zip(before, model.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_sharpness_of_a_parabola():
+    from helpers.measure import sharpness
+
+    a = np.linspace(-1, 1, 41)
+    assert sharpness(a, 3 * a**2 + 1, radius=0.5) == pytest.approx(0.75, rel=1e-3)
+    with pytest.raises(ValueError, match="radius"):
+        sharpness(a, a**2, radius=2.0)
+    with pytest.raises(ValueError, match="increasing"):
+        sharpness(a[::-1], a**2)

@@ -1,9 +1,7 @@
 """Claim 1.1: deeper plain nets reach a higher *training* error; their residual twins do not.
 
-One recipe for every net (SGD with momentum 0.9, weight decay 1e-4, batch 128, He init,
-BatchNorm, post-activation blocks; He et al. 2015's CIFAR recipe scaled down to digits).
-For each seed, the residual net is built first and the plain net is its :meth:`~helpers.models.mlp.DeepMLP.twin`,
-so the two start from exactly the same weights.
+One recipe for every net (:func:`helpers.experiments.twins.train_twins`): for each
+depth and seed, a plain net and its residual twin start from exactly the same weights.
 """
 
 from __future__ import annotations
@@ -16,9 +14,7 @@ from tqdm.auto import tqdm
 from .._checks import non_empty, positive_int
 from ..environment import is_static_build
 from ..measure.lesion import error_rate
-from ..models import DeepMLP
-from ..seeding import seed_everything
-from ..training import fit
+from .twins import train_twins
 
 KINDS = ("plain", "residual")
 
@@ -58,13 +54,10 @@ def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), width: int = 3
     runs = [(d, s) for d in depths for s in seeds]
     show = (not is_static_build()) if progress is None else progress
     for depth, seed in tqdm(runs, desc="depth x seed", disable=not show, leave=False):
-        seed_everything(seed)
-        residual = DeepMLP(depth, width, kind="residual", in_features=data.n_features,
-                           n_classes=data.n_classes)
-        for model in (residual.twin(), residual):
-            hist = fit(model, data.x_train, data.y_train, epochs=epochs, lr=lr,
-                       batch_size=batch_size, seed=seed, progress=False)
-            key = (model.kind, depth)
+        twins = train_twins(data, depth, seed=seed, width=width, epochs=epochs, lr=lr,
+                            batch_size=batch_size)
+        for kind, (model, hist) in twins.items():
+            key = (kind, depth)
             curves.setdefault(key, []).append(hist.train_error)
             train_err.setdefault(key, []).append(error_rate(model, data.x_train, data.y_train))
             test_err.setdefault(key, []).append(error_rate(model, data.x_test, data.y_test))

@@ -1,6 +1,6 @@
 """Models: plain/residual MLP twins (chapters 1-3) and Transformer layers (chapters 3-5)."""
 
-from .mlp import Block, DeepMLP, blocks_for_depth, count_parameters, init_linear_
+from .mlp import Block, DeepMLP, blocks_for_depth, count_parameters, init_linear_, stack_twins
 from .transformer import (
     EncoderLayer,
     SelfAttention,
@@ -10,7 +10,7 @@ from .transformer import (
 )
 
 __all__ = [
-    "Block", "DeepMLP", "blocks_for_depth", "count_parameters", "init_linear_",
+    "Block", "DeepMLP", "blocks_for_depth", "count_parameters", "init_linear_", "stack_twins",
     "EncoderLayer", "SelfAttention", "SequenceTransformer", "deepnorm_constants",
     "deepnorm_init_",
 ]

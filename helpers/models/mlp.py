@@ -158,6 +158,23 @@ class DeepMLP(nn.Module):
         return other
 
 
+def stack_twins(n_blocks: int, width: int = 32, **block_options) -> tuple[nn.Sequential, nn.Sequential]:
+    """A stack of ``n_blocks`` plain :class:`Block` s and its residual twin, with identical parameters.
+
+    ``block_options`` (``norm``, ``order``, ``init``, ``branch_scale``, ...) go to every
+    block. Returns ``(plain, residual)``; the residual stack is drawn first, as in
+    :meth:`DeepMLP.twin`.
+    """
+    n_blocks = positive_int("n_blocks", n_blocks)
+    if "residual" in block_options:
+        raise TypeError("stack_twins builds both kinds; do not pass residual=")
+    residual = nn.Sequential(*(Block(width, residual=True, **block_options) for _ in range(n_blocks)))
+    plain = copy.deepcopy(residual)
+    for block in plain:
+        block.residual = False
+    return plain, residual
+
+
 def count_parameters(model: nn.Module) -> int:
     """Number of trainable scalars in ``model``."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

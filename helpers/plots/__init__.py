@@ -1,0 +1,19 @@
+"""Every figure of the course, in one house style (:mod:`helpers.plots.style`).
+
+Plain nets are always orange and residual nets always green; every figure has a title
+that states its finding and labelled axes with units.
+"""
+
+from .gradients import gradient_profiles, singular_value_histograms
+from .history import imagenet_history
+from .landscape import loss_slices, loss_surfaces
+from .lesion import lesion_by_block, lesion_by_count, lesion_frame, path_lengths
+from .style import COLORS, band, finish, house_style, new_figure, to_png
+from .training import identity_race, training_curves
+
+__all__ = [
+    "COLORS", "band", "finish", "house_style", "new_figure", "to_png",
+    "training_curves", "identity_race", "gradient_profiles", "singular_value_histograms",
+    "imagenet_history", "loss_slices", "loss_surfaces", "path_lengths", "lesion_by_block",
+    "lesion_by_count", "lesion_frame",
+]

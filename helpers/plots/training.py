@@ -1,0 +1,46 @@
+"""Training curves (the analogue of He et al. 2015, Figs. 1 and 6)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .style import COLORS, DEPTH_STYLES, band, finish, new_figure
+
+
+def training_curves(result, *, title: str):
+    """Training error (%) against epoch, one panel per kind of net, one line per depth.
+
+    ``result`` is a :class:`helpers.experiments.degradation.DegradationResult`; lines are the mean over
+    seeds, bands their min-max spread (the analogue of He et al. 2015, Fig. 6).
+    """
+    fig, axes = new_figure(ncols=len(result.kinds), width=8.0, height=3.4, sharey=True)
+    axes = np.atleast_1d(axes)
+    epochs = np.arange(1, result.epochs + 1)
+    for ax, kind in zip(axes, result.kinds):
+        for depth, style in zip(result.depths, DEPTH_STYLES * 4):
+            band(ax, epochs, 100 * result.curves[kind, depth], label=f"{kind}-{depth}",
+                 color=COLORS[kind], linestyle=style)
+        finish(ax, title=f"{kind} nets", xlabel="epoch", ylabel="training error (%)")
+    fig.suptitle(title, fontweight="bold")
+    return fig
+
+
+def identity_race(losses: dict, *, threshold: float, title: str):
+    """Relative loss (log scale) against training step while fitting the identity map.
+
+    ``losses`` maps ``(kind, n_blocks)`` to a 1-D array of per-step relative losses
+    (see :func:`helpers.experiments.identity.identity_race`); the dotted line is the
+    ``threshold`` the race is run to.
+    """
+    fig, ax = new_figure(width=7.0, height=3.6)
+    blocks = sorted({n for _, n in losses})
+    for (kind, n), curve in losses.items():
+        style = DEPTH_STYLES[blocks.index(n) % len(DEPTH_STYLES)]
+        ax.semilogy(np.arange(1, len(curve) + 1), curve, color=COLORS[kind], linestyle=style,
+                    label=f"{kind}, {n} block{'s' if n > 1 else ''}")
+    ax.axhline(threshold, color="0.4", linestyle=":", linewidth=1)
+    ax.annotate(f"threshold {threshold:g}", (1, threshold), textcoords="offset points",
+                xytext=(2, 3), fontsize=8, color="0.3")
+    finish(ax, title=title, xlabel="training step (Adam, full batch)",
+           ylabel="loss / Var(target) (log)")
+    return fig

@@ -1,0 +1,84 @@
+"""Small, fast versions of the chapter-1 experiments: they run and measure what they say."""
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import experiments
+from helpers.data import digits
+from helpers.history import IMAGENET_TOP5
+from helpers.measure.branches import branch_ratios
+from helpers.models import Block, stack_twins
+
+
+def test_stack_twins_share_parameters_and_differ_in_the_skip():
+    plain, residual = stack_twins(3, 8, norm="none", order="pre")
+    for p, r in zip(plain.parameters(), residual.parameters()):
+        assert torch.equal(p, r)
+    assert all(not b.residual for b in plain) and all(b.residual for b in residual)
+    x = torch.randn(4, 8)
+    assert not torch.allclose(plain(x), residual(x))
+    with pytest.raises(TypeError, match="residual"):
+        stack_twins(2, 8, residual=True)
+    with pytest.raises(ValueError, match="n_blocks"):
+        stack_twins(0, 8)
+
+
+def test_branch_ratios_known_answers():
+    block = Block(4, norm="none", order="pre", zero_init_branch=True)
+    assert branch_ratios([block], torch.randn(3, 4)) == pytest.approx([0.0])
+    block = Block(4, norm="none", order="pre", branch_scale=2.0)
+    x = torch.randn(3, 4)
+    expected = float(block.branch(x).detach().norm() / x.norm())
+    assert branch_ratios([block], x) == pytest.approx([expected])
+    with pytest.raises(ValueError, match="blocks"):
+        branch_ratios([], x)
+    with pytest.raises(TypeError, match="branch"):
+        branch_ratios([torch.nn.Linear(4, 4)], x)
+
+
+def test_identity_race_residual_wins():
+    race = experiments.identity_race(blocks=(1,), steps=150)
+    assert race.steps("residual", 1) is not None
+    assert race.steps("plain", 1) is None or race.steps("plain", 1) > race.steps("residual", 1)
+    assert race.losses["plain", 1].shape == (150,)
+    assert experiments.steps_to([0.5, 0.2, 0.05], 0.1) == 3
+    assert experiments.steps_to([0.5], 0.1) is None
+
+
+def test_weight_decay_shrinks_branches():
+    out = experiments.weight_decay_branches((0.0, 1.0), n_blocks=2, steps=200)
+    assert out[1.0]["trained"].mean() < out[0.0]["trained"].mean()
+    np.testing.assert_allclose(out[1.0]["init"], out[0.0]["init"])  # same starting weights
+
+
+def test_block_spectra_identity_when_the_branch_is_off():
+    spectra = experiments.block_spectra(1, branch_scale=0.0, n_inputs=2)
+    np.testing.assert_allclose(spectra["residual"], 1.0, atol=1e-6)
+    np.testing.assert_allclose(spectra["plain"], 0.0, atol=1e-6)
+    assert experiments.share_near_one([0.1, 1.0, 1.5, 3.0]) == 0.5
+
+
+def test_norm_order_profiles_one_entry_per_layer():
+    profiles = experiments.norm_order_profiles(3, d_model=16, d_ff=32, batch=8)
+    assert set(profiles) == {"Post-LN", "Pre-LN"}
+    assert all(len(p) == 3 and np.all(p.weight > 0) for p in profiles.values())
+
+
+def test_train_twins_and_lesions():
+    data = digits()
+    twins = experiments.train_twins(data, 6, seed=0, epochs=2)
+    assert set(twins) == {"plain", "residual"}
+    model = twins["residual"][0]
+    errs = experiments.errors_by_count(model, data.x_test, data.y_test, ks=(0, 2), n_draws=3)
+    assert errs.shape == (2, 3) and np.all((errs >= 0) & (errs <= 1))
+    choices = experiments.lesion_choices(2)
+    assert choices == {"none": (), "1": (0,), "2": (1,), "1-2": (0, 1)}
+    fig = experiments.draw_lesion({k: m for k, (m, _) in twins.items()}, data.x_test, data.y_test, (0,))
+    assert fig.axes[1].get_title()
+
+
+def test_imagenet_history_is_sourced_and_falls():
+    errors = [e.top5_error for e in IMAGENET_TOP5]
+    assert errors == sorted(errors, reverse=True)
+    assert all(e.cite and e.note for e in IMAGENET_TOP5)
