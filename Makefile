@@ -8,7 +8,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export COURSE_STATIC_BUILD := 1
-export MPLBACKEND := Agg
 
 .PHONY: site test test-fast lint benchmark student lab serve clean
 

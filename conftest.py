@@ -4,7 +4,12 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("COURSE_STATIC_BUILD", "1")  # no progress bars in executed notebooks
-os.environ.setdefault("MPLBACKEND", "Agg")
+# No MPLBACKEND here: the kernels that nbval and the site build start inherit this
+# environment, and they must keep Jupyter's inline backend or no figure is displayed.
+# The test process itself draws off-screen:
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
 
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 

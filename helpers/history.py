@@ -28,6 +28,6 @@ IMAGENET_TOP5 = (
     Entry(2012, "AlexNet", 8, 16.4, "krizhevsky2012imagenet", "average of 5 nets"),
     Entry(2014, "VGG", 19, 7.3, "simonyan2015very", "ensemble of 7 nets (ILSVRC-2014 submission)"),
     Entry(2014, "GoogLeNet", 22, 6.7, "szegedy2015going", "ensemble of 7 nets, 144 crops each (6.67 %)"),
-    Entry(2015, "ResNet", 152, 3.57, "he2016deep", "ensemble of 6 nets of different depths"),
+    Entry(2015, "ResNet", 152, 3.57, "he2016deep", "ensemble of 6 nets of different depths", residual=True),
 )
 """The source article's table, year by year (its ResNet row is an ensemble, not ResNet-152 alone)."""

@@ -60,7 +60,7 @@ def test_block_spectra_identity_when_the_branch_is_off():
 
 
 def test_norm_order_profiles_one_entry_per_layer():
-    profiles = experiments.norm_order_profiles(3, d_model=16, d_ff=32, batch=8)
+    profiles = experiments.norm_order_profiles(3, d_model=16, d_ff=32, batch=8, n_inits=2)
     assert set(profiles) == {"Post-LN", "Pre-LN"}
     assert all(len(p) == 3 and np.all(p.weight > 0) for p in profiles.values())
 

@@ -63,3 +63,53 @@ def test_explore_rejects_bad_input():
         widgets.render_frames("draw", {"a": [1]})
     with pytest.raises(ValueError, match="combinations"):
         widgets.render_frames(_draw, {"a": list(range(8)), "b": list(range(8))})
+
+
+def test_show_source_returns_highlighted_code():
+    import pytest
+
+    from helpers import show_source
+    from helpers.models import Block
+
+    code = show_source(Block.forward)
+    assert "def forward" in code.data and "residual" in code.data
+    with pytest.raises(TypeError, match="obj"):
+        show_source(42)
+
+
+def test_glue_converts_numbers_and_refuses_what_prose_cannot_show(monkeypatch):
+    import numpy as np
+    import pytest
+    import torch
+
+    import helpers.reporting as reporting
+
+    stored = {}
+    monkeypatch.setattr(reporting, "_myst_glue", lambda name, value, display: stored.update({name: value}))
+    assert reporting.glue("a", np.float64(0.5)) == 0.5 and type(stored["a"]) is float
+    assert reporting.glue("b", torch.tensor(3)) == 3 and type(stored["b"]) is int
+    assert reporting.glue("c", np.array([2.5])) == 2.5
+    with pytest.raises(ValueError, match="finite"):
+        reporting.glue("d", float("nan"))
+    with pytest.raises(TypeError, match="number"):
+        reporting.glue("e", "12")
+    with pytest.raises(ValueError, match="single number"):
+        reporting.glue("f", np.ones(3))
+    with pytest.raises(ValueError, match="name"):
+        reporting.glue("not valid", 1.0)
+
+
+def test_house_style_keeps_the_interactive_flag_that_jupyter_sets():
+    # The inline backend turns interactive mode on inside the first figure's style context;
+    # if the context undid that, no later figure in the notebook would be displayed.
+    import matplotlib
+
+    from helpers.plots import house_style
+
+    matplotlib.interactive(False)
+    try:
+        with house_style():
+            matplotlib.interactive(True)
+        assert matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(False)

@@ -48,6 +48,26 @@ def test_pages_carry_no_debris(site):
             assert needle not in text, f"{page} contains {needle!r}"
 
 
+def test_every_figure_cell_shows_its_figure_with_alt_text(site):
+    """Each cell tagged as a figure (``mystnb.figure`` metadata) must show an image in its page."""
+    import nbformat
+
+    for path in toc_files(ROOT):
+        if path.suffix != ".ipynb":
+            continue
+        nb = nbformat.read(path, as_version=4)
+        figures = [c for c in nb.cells if c.get("metadata", {}).get("mystnb", {}).get("figure")]
+        page = str(path.relative_to(ROOT).with_suffix(".html"))
+        html = _html(site, page)
+        for cell in figures:
+            meta = cell.metadata["mystnb"]
+            name = meta["figure"]["name"]
+            match = re.search(rf'<figure[^>]*id="{re.escape(name)}".*?</figure>', html, re.S)
+            assert match, f"{page}: figure {name!r} is missing"
+            assert re.search(r'<img[^>]*src=', match.group(0)), f"{page}: figure {name!r} has no image"
+            assert 'alt="' in match.group(0), f"{page}: figure {name!r} has no alt text"
+
+
 def test_glued_numbers_and_solutions_are_rendered(site):
     text = _html(site, "book/ch1/01_degradation.html")
     assert "glue:text" not in text and "{glue" not in text

@@ -27,7 +27,7 @@ from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
 def execute(path: Path, seed: int | None = None, threads: int | None = None) -> tuple[float, str | None]:
     """Run ``path`` top to bottom in a fresh kernel; return (seconds, error or None)."""
-    env = {"COURSE_STATIC_BUILD": "1", "MPLBACKEND": "Agg"}
+    env = {"COURSE_STATIC_BUILD": "1"}  # kernels keep Jupyter's inline matplotlib backend
     if seed is not None:
         env["COURSE_SEED"] = str(seed)
     if threads is not None:

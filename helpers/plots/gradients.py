@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import COLORS, DEPTH_STYLES, finish, house_style, new_figure
+from .style import DEPTH_STYLES, color_for, finish, house_style, new_figure
 
 
 def gradient_profiles(profiles: dict, *, title: str, ax=None, which: str = "weight"):
@@ -19,12 +19,11 @@ def gradient_profiles(profiles: dict, *, title: str, ax=None, which: str = "weig
     fig = None
     if ax is None:
         fig, ax = new_figure()
-    for (label, profile), style in zip(profiles.items(), DEPTH_STYLES * 8):
-        kind = next((k for k in COLORS if label.startswith(k)), None)
+    for i, ((label, profile), style) in enumerate(zip(profiles.items(), DEPTH_STYLES * 8)):
         values = getattr(profile, which)
         with house_style():
             ax.semilogy(np.arange(1, len(values) + 1), values, marker=".", label=label,
-                        color=COLORS.get(kind), linestyle=style)
+                        color=color_for(label, i), linestyle=style)
     symbol = "||dL/dW||" if which == "weight" else "||dL/dh||"
     finish(ax, title=title, xlabel="layer (1 = next to the input)", ylabel=f"gradient norm {symbol} (log)")
     return fig if fig is not None else ax.figure
@@ -41,11 +40,10 @@ def singular_value_histograms(spectra: dict, *, title: str, bins=None):
     axes = np.atleast_1d(axes)
     top = max(float(np.max(v)) for v in spectra.values())
     bins = np.linspace(0, max(2.0, top * 1.02), 41) if bins is None else bins
-    for ax, (label, values) in zip(axes, spectra.items()):
-        kind = next((k for k in COLORS if label.startswith(k)), None)
+    for i, (ax, (label, values)) in enumerate(zip(axes, spectra.items())):
         values = np.asarray(values, dtype=float)
         with house_style():
-            ax.hist(values, bins=bins, color=COLORS.get(kind, "0.5"),
+            ax.hist(values, bins=bins, color=color_for(label, i),
                     weights=np.full(values.shape, 100 / values.size))
             ax.axvline(1.0, color="0.3", linestyle=":", linewidth=1)
         finish(ax, title=label, xlabel="singular value of the Jacobian", ylabel="share of values (%)",

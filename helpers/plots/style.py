@@ -10,13 +10,24 @@ from __future__ import annotations
 import io
 from contextlib import contextmanager
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
 COLORS = {"plain": "#d95f02", "residual": "#1b9e77"}
 """Colour of each kind of net, used by every figure."""
 
+OTHER_COLORS = ("#7570b3", "#e7298a", "#66a61e", "#e6ab02")
+"""Colours for lines that are neither a plain nor a residual net (e.g. Post-LN vs Pre-LN)."""
+
 DEPTH_STYLES = ("-", "--", ":", "-.")
+
+
+def color_for(label: str, index: int) -> str:
+    """The colour of a line labelled ``label``: the kind's colour if the label starts with
+    "plain" or "residual", else the ``index``-th of :data:`OTHER_COLORS`."""
+    kind = next((k for k in COLORS if label.startswith(k)), None)
+    return COLORS[kind] if kind else OTHER_COLORS[index % len(OTHER_COLORS)]
 
 STYLE = {
     "figure.dpi": 100,
@@ -36,9 +47,16 @@ STYLE = {
 
 @contextmanager
 def house_style():
-    """Context in which matplotlib uses the course's style."""
+    """Context in which matplotlib uses the course's style.
+
+    ``plt.style.context`` restores *every* rc setting on exit, including the interactive
+    flag that Jupyter's inline backend switches on when the first figure is made; keep
+    that flag, or no later figure would be displayed.
+    """
     with plt.style.context(STYLE):
         yield
+        interactive = matplotlib.is_interactive()
+    matplotlib.interactive(interactive)
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 7.0, height: float = 3.6, **kwargs):

@@ -1,0 +1,44 @@
+"""Glue measured numbers into the prose: the only way a number reaches the text.
+
+:func:`glue` wraps myst-nb's ``glue`` so that every notebook glues the same way: the
+value is converted to a plain Python number (myst-nb cannot format NumPy or PyTorch
+scalars), must be finite, and is stored without being displayed in the cell.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from myst_nb import glue as _myst_glue
+
+
+def as_number(name: str, value) -> int | float:
+    """``value`` as a Python ``int`` or ``float``; raise naming ``name`` if it is not one finite number."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"{name} must be a single number, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise ValueError(f"{name} must be a single number, got an array of shape {value.shape}")
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if isinstance(value, Integral):
+        return int(value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite to appear in the text, got {value}")
+    return value
+
+
+def glue(name: str, value) -> int | float:
+    """Store ``value`` under ``name`` for ``{glue:text}`name:.2f``` in the prose; return it."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be an identifier-like string, got {name!r}")
+    number = as_number(name, value)
+    _myst_glue(name, number, display=False)
+    return number
