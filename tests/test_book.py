@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from helpers.grading import check_per_layer_factor
+from helpers.grading import check_path_counts, check_per_layer_factor, check_residual_forward
 from helpers.student import make_student_edition, strip_solutions
 from helpers.toc import ROOT, toc_files, toc_notebooks
 
@@ -69,11 +69,24 @@ def test_student_edition_has_no_solutions_and_its_checkers_report_unfinished_wor
         student = nbformat.read(tmp_path / src.relative_to(ROOT), as_version=4)
         text = "\n".join(c.source for c in student.cells)
         assert "{solution-start}" not in text and "{solution-end}" not in text
-        assert "np.polyfit" not in text or src.name != "01_degradation.ipynb"
-    # The chapter 1 starter, run as a student would, gets specific feedback from its checker.
-    starter = next(s for s in _cells(ROOT / "book/ch1/01_degradation.ipynb", "code")
-                   if s.startswith("def my_per_layer_factor"))
-    namespace: dict = {}
-    exec(starter, namespace)
-    feedback = check_per_layer_factor(namespace["my_per_layer_factor"])
-    assert not feedback.passed and "return" in str(feedback)
+        for notebook, solution_code in SOLUTION_CODE.items():
+            assert src.name != notebook or solution_code not in text, (notebook, solution_code)
+    # Each "implement this" starter, run as a student would, gets specific feedback from its checker.
+    for notebook, (prefix, checker, needle) in STARTERS.items():
+        starter = next(s for s in _cells(ROOT / "book/ch1" / notebook, "code") if s.startswith(prefix))
+        namespace: dict = {}
+        exec(starter, namespace)
+        feedback = checker(namespace[prefix.removeprefix("def ")])
+        assert not feedback.passed and needle in str(feedback), (notebook, str(feedback))
+
+
+SOLUTION_CODE = {
+    "01_degradation.ipynb": "np.polyfit",
+    "02_residual_block.ipynb": "return x + branch",
+    "03_why_it_works.ipynb": "comb(n, k) for k",
+}
+STARTERS = {
+    "01_degradation.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
+    "02_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
+    "03_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
+}

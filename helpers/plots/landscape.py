@@ -7,7 +7,7 @@ import numpy as np
 from .style import color_for, finish, house_style, new_figure
 
 LEVELS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-"""Contour levels of the 2-D maps: training loss *above the trained net's own loss*."""
+"""The contour levels of the 2-D maps, as rises of the training loss above the trained net's own loss."""
 
 
 def loss_slices(alphas, slices: dict, *, title: str, top: float = 4.0):
