@@ -35,10 +35,11 @@ def as_number(name: str, value) -> int | float:
     return value
 
 
-def glue(name: str, value) -> int | float:
-    """Store ``value`` under ``name`` for ``{glue:text}`name:.2f``` in the prose; return it."""
+def glue(name: str, value) -> None:
+    """Store ``value`` under ``name`` for ``{glue:text}`name:.2f``` in the prose.
+
+    Returns nothing, so that a ``glue`` call at the end of a cell prints nothing."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name must be an identifier-like string, got {name!r}")
     number = as_number(name, value)
     _myst_glue(name, number, display=False)
-    return number

@@ -8,10 +8,14 @@ import textwrap
 from IPython.display import Code
 
 
-def show_source(obj) -> Code:
-    """The source code of a function, method or class, as a highlighted cell output."""
-    try:
-        source = inspect.getsource(obj)
-    except (TypeError, OSError) as err:
-        raise TypeError(f"obj must be a function, method or class defined in Python, got {obj!r}") from err
-    return Code(textwrap.dedent(source), language="python")
+def show_source(*objs) -> Code:
+    """The source code of one or more functions, methods or classes, as one highlighted output."""
+    if not objs:
+        raise TypeError("show_source needs at least one function, method or class")
+    parts = []
+    for obj in objs:
+        try:
+            parts.append(textwrap.dedent(inspect.getsource(obj)))
+        except (TypeError, OSError) as err:
+            raise TypeError(f"objs must be functions, methods or classes defined in Python, got {obj!r}") from err
+    return Code("\n".join(parts), language="python")

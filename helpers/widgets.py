@@ -48,6 +48,11 @@ def render_frames(draw, controls: dict) -> dict[str, bytes]:
     return {_key(c): to_png(draw(**dict(zip(names, c)))) for c in combos}
 
 
+def describe_choice(names, key: str) -> str:
+    """Words for one combination, for alt text: ``"depth 8, norm none"`` for key ``"8|none"``."""
+    return ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in zip(names, key.split("|")))
+
+
 def static_html(controls: dict, frames: dict[str, bytes], *, alt: str) -> str:
     """Radio-button controls and an image, switched by inline JavaScript (no kernel needed)."""
     uid = "explore-" + uuid.uuid4().hex[:8]
@@ -62,9 +67,10 @@ def static_html(controls: dict, frames: dict[str, bytes], *, alt: str) -> str:
         fieldsets.append(f"<fieldset><legend>{html.escape(name)}</legend>{buttons}</fieldset>")
     first = next(iter(frames))
     sources = {k: "data:image/png;base64," + base64.b64encode(v).decode() for k, v in frames.items()}
+    alts = {k: f"{alt} ({describe_choice(names, k)})" for k in frames}
     return f"""<div class="course-explorer" id="{uid}">
 <form class="course-explorer-controls">{"".join(fieldsets)}</form>
-<img class="course-explorer-image" src="{sources[first]}" alt="{html.escape(alt)} ({html.escape(first)})">
+<img class="course-explorer-image" src="{sources[first]}" alt="{html.escape(alts[first])}">
 <p class="course-explorer-note">Static version: every combination was computed when the page was
 built. Run the notebook in JupyterLab for the live widget.</p>
 <script>
@@ -72,13 +78,13 @@ built. Run the notebook in JupyterLab for the live widget.</p>
   const root = document.getElementById("{uid}");
   const frames = {json.dumps(sources)};
   const img = root.querySelector("img");
-  const alt = {json.dumps(alt)};
+  const alts = {json.dumps(alts)};
   root.querySelector("form").addEventListener("change", function () {{
     const key = Array.from(root.querySelectorAll("fieldset")).map(function (fs) {{
       return fs.querySelector("input:checked").value;
     }}).join("|");
     img.src = frames[key];
-    img.alt = alt + " (" + key + ")";
+    img.alt = alts[key];
   }});
 }})();
 </script>

@@ -82,3 +82,17 @@ def test_imagenet_history_is_sourced_and_falls():
     errors = [e.top5_error for e in IMAGENET_TOP5]
     assert errors == sorted(errors, reverse=True)
     assert all(e.cite and e.note for e in IMAGENET_TOP5)
+
+
+def test_net_branch_ratios_follow_the_forward_pass():
+    from helpers.measure import net_branch_ratios
+    from helpers.models import DeepMLP
+
+    model = DeepMLP(8, 6, in_features=5, n_classes=3).train()
+    x = torch.randn(10, 5)
+    ratios = net_branch_ratios(model, x)
+    assert ratios.shape == (3,) and model.training  # mode restored
+    model.eval()
+    with torch.no_grad():
+        first = model.blocks[0].branch(model.stem_output(x)).norm() / model.stem_output(x).norm()
+    assert ratios[0] == pytest.approx(float(first))

@@ -39,7 +39,7 @@ def test_static_html_is_self_contained():
     controls = {"a": [1, 2], "b": ["x"]}
     page = widgets.static_html(controls, widgets.render_frames(_draw, controls), alt="a line")
     assert page.count('type="radio"') == 3
-    assert "data:image/png;base64," in page and 'alt="a line (1|x)"' in page
+    assert "data:image/png;base64," in page and 'alt="a line (a 1, b x)"' in page
     assert "http://" not in page and "https://" not in page
 
 
@@ -71,10 +71,12 @@ def test_show_source_returns_highlighted_code():
     from helpers import show_source
     from helpers.models import Block
 
-    code = show_source(Block.forward)
-    assert "def forward" in code.data and "residual" in code.data
-    with pytest.raises(TypeError, match="obj"):
+    code = show_source(Block.branch, Block.forward)
+    assert "def branch" in code.data and "def forward" in code.data and "residual" in code.data
+    with pytest.raises(TypeError, match="objs"):
         show_source(42)
+    with pytest.raises(TypeError, match="at least one"):
+        show_source()
 
 
 def test_glue_converts_numbers_and_refuses_what_prose_cannot_show(monkeypatch):
@@ -86,9 +88,11 @@ def test_glue_converts_numbers_and_refuses_what_prose_cannot_show(monkeypatch):
 
     stored = {}
     monkeypatch.setattr(reporting, "_myst_glue", lambda name, value, display: stored.update({name: value}))
-    assert reporting.glue("a", np.float64(0.5)) == 0.5 and type(stored["a"]) is float
-    assert reporting.glue("b", torch.tensor(3)) == 3 and type(stored["b"]) is int
-    assert reporting.glue("c", np.array([2.5])) == 2.5
+    assert reporting.glue("a", np.float64(0.5)) is None  # nothing to print at the end of a cell
+    reporting.glue("b", torch.tensor(3))
+    reporting.glue("c", np.array([2.5]))
+    assert stored == {"a": 0.5, "b": 3, "c": 2.5}
+    assert type(stored["a"]) is float and type(stored["b"]) is int
     with pytest.raises(ValueError, match="finite"):
         reporting.glue("d", float("nan"))
     with pytest.raises(TypeError, match="number"):

@@ -29,3 +29,15 @@ def branch_ratios(blocks, x: torch.Tensor) -> np.ndarray:
         ratios.append(float(block.branch(h).norm() / h.norm().clamp_min(1e-12)))
         h = block(h)
     return np.array(ratios)
+
+
+@torch.no_grad()
+def net_branch_ratios(model, x: torch.Tensor) -> np.ndarray:
+    """:func:`branch_ratios` of every block of a :class:`~helpers.models.mlp.DeepMLP`, in
+    evaluation mode, with the blocks fed as in ``model(x)`` (the stem's output first)."""
+    was_training = model.training
+    model.eval()
+    try:
+        return branch_ratios(model.blocks, model.stem_output(x))
+    finally:
+        model.train(was_training)

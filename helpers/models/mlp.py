@@ -129,12 +129,16 @@ class DeepMLP(nn.Module):
         self.head = nn.Linear(width, positive_int("n_classes", n_classes, minimum=2))
         init_linear_(self.head, "xavier" if init != "pytorch" else "pytorch")
 
+    def stem_output(self, x: torch.Tensor) -> torch.Tensor:
+        """The input of the first block: ``relu(N(W_stem x))``."""
+        return torch.relu(self.stem_norm(self.stem(x)))
+
     def features(self, x: torch.Tensor, skip=()) -> torch.Tensor:
         skip = set(skip)
         bad = [i for i in skip if not (isinstance(i, int) and 0 <= i < len(self.blocks))]
         if bad:
             raise ValueError(f"skip must list block indices in [0, {len(self.blocks)}), got {bad}")
-        h = torch.relu(self.stem_norm(self.stem(x)))
+        h = self.stem_output(x)
         for i, block in enumerate(self.blocks):
             if i not in skip:
                 h = block(h)
