@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 
 from ._checks import choice, positive_int, real_number
 from .seeding import generator
@@ -47,6 +45,11 @@ def digits(test_size: float = 0.25, split_seed: int = 0) -> DataSplit:
     if test_size >= 1.0:
         raise ValueError(f"test_size must be < 1, got {test_size}")
     positive_int("split_seed", split_seed, minimum=0)
+    # Imported here: scikit-learn takes seconds to import, and worker processes
+    # (helpers.parallel) receive the tensors ready-made.
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
     x, y = load_digits(return_X_y=True)
     x_tr, x_te, y_tr, y_te = train_test_split(
         x, y, test_size=test_size, random_state=split_seed, stratify=y

@@ -15,3 +15,11 @@ STATIC_VARIABLE = "COURSE_STATIC_BUILD"
 def is_static_build() -> bool:
     """True when the notebook is being executed for the static site or the tests."""
     return os.environ.get(STATIC_VARIABLE, "").strip().lower() in {"1", "true", "yes"}
+
+CLAIMS_ONLY_VARIABLE = "COURSE_CLAIMS_ONLY"
+
+
+def is_claims_only() -> bool:
+    """True when a notebook is re-run only to check its asserted claims (the seed sweep of
+    the tests): explorations then draw just their first frame, since no one will look."""
+    return os.environ.get(CLAIMS_ONLY_VARIABLE, "").strip().lower() in {"1", "true", "yes"}

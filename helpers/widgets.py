@@ -24,6 +24,7 @@ import ipywidgets as widgets
 from IPython.display import Image, display
 
 from ._checks import non_empty
+from .environment import is_claims_only
 from .plots import to_png
 
 MAX_FRAMES = 60
@@ -35,7 +36,8 @@ def _key(values) -> str:
 
 def render_frames(draw, controls: dict) -> dict[str, bytes]:
     """PNG bytes of ``draw(**choice)`` for every combination of ``controls``, keyed by
-    ``"|".join(values)``."""
+    ``"|".join(values)``. When only the claims are checked
+    (:func:`helpers.environment.is_claims_only`), only the first combination is drawn."""
     if not callable(draw):
         raise TypeError(f"draw must be callable, got {type(draw).__name__}")
     if not controls:
@@ -45,6 +47,8 @@ def render_frames(draw, controls: dict) -> dict[str, bytes]:
     combos = list(product(*options))
     if len(combos) > MAX_FRAMES:
         raise ValueError(f"controls give {len(combos)} combinations; at most {MAX_FRAMES} can be pre-rendered")
+    if is_claims_only():
+        combos = combos[:1]
     return {_key(c): to_png(draw(**dict(zip(names, c)))) for c in combos}
 
 

@@ -35,6 +35,11 @@ def test_render_frames_covers_every_combination():
     assert all(png.startswith(b"\x89PNG") for png in frames.values())
 
 
+def test_a_claims_only_run_draws_one_frame(monkeypatch):
+    monkeypatch.setenv("COURSE_CLAIMS_ONLY", "1")
+    assert list(widgets.render_frames(_draw, {"a": [1, 2], "b": ["x", "y"]})) == ["1|x"]
+
+
 def test_static_html_is_self_contained():
     controls = {"a": [1, 2], "b": ["x"]}
     page = widgets.static_html(controls, widgets.render_frames(_draw, controls), alt="a line")

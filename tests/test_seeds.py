@@ -1,4 +1,8 @@
-"""Robust, not lucky: every notebook's asserted claims must hold for COURSE_SEED = 0..9."""
+"""Robust, not lucky: every notebook's asserted claims must hold for COURSE_SEED = 0..9.
+
+Seed 0 is the default: nbval runs every notebook with it (``pytest --nbval-lax book``),
+so this sweep re-runs seeds 1 to 9.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +19,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("path", toc_notebooks(ROOT), ids=lambda p: p.name)
-def test_claims_hold_for_seeds_0_to_9(path):
+def test_claims_hold_for_seeds_1_to_9(path):
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(_seed_run, [(path, seed) for seed in range(10)]))
+        results = list(pool.map(_seed_run, [(path, seed) for seed in range(1, 10)]))
     failures = [f"seed {seed}: {error}" for _, seed, _, error in results if error is not None]
     assert not failures, "claims that did not hold:\n" + "\n".join(failures)

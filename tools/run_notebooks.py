@@ -4,8 +4,9 @@
     python tools/run_notebooks.py --seeds 0-9     # re-run every notebook for COURSE_SEED = 0..9
 
 The benchmark is not a timed test: it prints a table so that the budget (60 s per
-notebook on 2 CPU cores) can be watched. With ``--seeds`` the notebooks run two at a
-time, one thread each, and the exit status is 1 if any run fails (an assert, say).
+notebook on 2 CPU cores) can be watched. With ``--seeds`` only the claims are checked:
+the notebooks run two at a time, one process each, explorations draw a single frame, and
+the exit status is 1 if any run fails (an assert, say).
 """
 
 from __future__ import annotations
@@ -25,13 +26,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
 
-def execute(path: Path, seed: int | None = None, threads: int | None = None) -> tuple[float, str | None]:
-    """Run ``path`` top to bottom in a fresh kernel; return (seconds, error or None)."""
+def execute(path: Path, seed: int | None = None, claims_only: bool = False) -> tuple[float, str | None]:
+    """Run ``path`` top to bottom in a fresh kernel; return (seconds, error or None).
+
+    ``claims_only``: the run only checks the asserts. It then stays in one process (the
+    caller runs notebooks side by side instead) and explorations draw one frame.
+    """
     env = {"COURSE_STATIC_BUILD": "1"}  # kernels keep Jupyter's inline matplotlib backend
     if seed is not None:
         env["COURSE_SEED"] = str(seed)
-    if threads is not None:
-        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    if claims_only:
+        env.update(COURSE_CLAIMS_ONLY="1", COURSE_WORKERS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     os.environ.update(env)  # the kernel inherits this process's environment
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
@@ -46,7 +51,7 @@ def execute(path: Path, seed: int | None = None, threads: int | None = None) -> 
 
 def _seed_run(args):
     path, seed = args
-    return path, seed, *execute(path, seed=seed, threads=1)
+    return path, seed, *execute(path, seed=seed, claims_only=True)
 
 
 def benchmark(paths) -> int:

@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._checks import non_empty, positive_int
-from ..environment import is_static_build
 from ..measure.lesion import error_rate
+from ..parallel import run_all
 from .twins import train_twins
 
 KINDS = ("plain", "residual")
@@ -43,24 +42,38 @@ class DegradationResult:
         return float(self.test_error[kind, depth].mean())
 
 
+def _train_and_measure(data, depth: int, seed: int, **recipe) -> dict:
+    """One depth and seed: ``{kind: (training-error curve, final train error, final test error)}``."""
+    twins = train_twins(data, depth, seed=seed, **recipe)
+    return {kind: (hist.train_error, error_rate(model, data.x_train, data.y_train),
+                   error_rate(model, data.x_test, data.y_test))
+            for kind, (model, hist) in twins.items()}
+
+
 def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), width: int = 32,
                     epochs: int = 30, lr: float = 0.05, batch_size: int = 128,
-                    progress: bool | None = None) -> DegradationResult:
-    """Train a plain and a residual :class:`~helpers.models.mlp.DeepMLP` for each depth and seed."""
+                    progress: bool | None = None, workers: int | None = None) -> DegradationResult:
+    """Train a plain and a residual :class:`~helpers.models.mlp.DeepMLP` for each depth and seed.
+
+    The runs are independent and go side by side on the available cores
+    (:func:`helpers.parallel.run_all`); each seeds itself, so the result does not depend
+    on ``workers``.
+    """
     depths = tuple(positive_int("depths[i]", d, minimum=4) for d in non_empty("depths", depths))
     seeds = tuple(positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds))
     epochs = positive_int("epochs", epochs)
+    recipe = dict(width=width, epochs=epochs, lr=lr, batch_size=batch_size)
+    runs = sorted(((d, s) for d in depths for s in seeds), key=lambda r: -r[0])  # longest runs first
+    measured = run_all(_train_and_measure, [dict(data=data, depth=d, seed=s, **recipe) for d, s in runs],
+                       workers=workers, progress=progress, description="depth x seed")
+    by_run = dict(zip(runs, measured))
     curves, train_err, test_err = {}, {}, {}
-    runs = [(d, s) for d in depths for s in seeds]
-    show = (not is_static_build()) if progress is None else progress
-    for depth, seed in tqdm(runs, desc="depth x seed", disable=not show, leave=False):
-        twins = train_twins(data, depth, seed=seed, width=width, epochs=epochs, lr=lr,
-                            batch_size=batch_size)
-        for kind, (model, hist) in twins.items():
-            key = (kind, depth)
-            curves.setdefault(key, []).append(hist.train_error)
-            train_err.setdefault(key, []).append(error_rate(model, data.x_train, data.y_train))
-            test_err.setdefault(key, []).append(error_rate(model, data.x_test, data.y_test))
+    for depth in depths:
+        for seed in seeds:
+            for kind, (curve, train, test) in by_run[depth, seed].items():
+                curves.setdefault((kind, depth), []).append(curve)
+                train_err.setdefault((kind, depth), []).append(train)
+                test_err.setdefault((kind, depth), []).append(test)
     as_arrays = lambda d: {k: np.array(v) for k, v in d.items()}  # noqa: E731
     return DegradationResult(depths, seeds, epochs, as_arrays(curves), as_arrays(train_err),
                              as_arrays(test_err))

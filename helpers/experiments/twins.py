@@ -8,8 +8,9 @@ post-activation blocks. The residual net is built first and the plain net is its
 
 from __future__ import annotations
 
-from .._checks import positive_int
+from .._checks import non_empty, positive_int
 from ..models import DeepMLP
+from ..parallel import run_all
 from ..seeding import seed_everything
 from ..training import fit
 
@@ -30,3 +31,12 @@ def train_twins(data, depth: int, *, seed: int = 0, width: int = 32, epochs: int
                       batch_size=batch_size, seed=seed, progress=False)
         out[model.kind] = (model, history)
     return out
+
+
+def train_twins_for_seeds(data, depth: int, seeds, *, workers: int | None = None, **options) -> list[dict]:
+    """:func:`train_twins` once per seed, side by side on the available cores
+    (:func:`helpers.parallel.run_all`); returns the results in the order of ``seeds``.
+    ``options`` go to :func:`train_twins`."""
+    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
+    return run_all(train_twins, [dict(data=data, depth=depth, seed=s, **options) for s in seeds],
+                   workers=workers, description="seeds")

@@ -78,7 +78,8 @@ class Block(nn.Module):
             h = self.norm2(self.fc2(torch.relu(self.norm1(self.fc1(x)))))
         else:
             h = self.fc2(torch.relu(self.norm2(self.fc1(torch.relu(self.norm1(x))))))
-        return self.branch_scale * h
+        # A scale of exactly 1 is skipped: the product would be the same, one operation slower.
+        return h if self.branch_scale == 1.0 else self.branch_scale * h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.branch(x)

@@ -1,0 +1,91 @@
+"""Run independent jobs (training runs, loss surfaces) side by side, one per CPU core.
+
+The course's nets are tiny, so one PyTorch thread per run is fastest
+(:func:`helpers.seeding.seed_everything`); a second core is better used for a second run.
+:func:`run_all` calls ``fn(**job)`` for every job, in worker processes when more than one
+core is free, and returns the results in the order of ``jobs``. Every job that trains
+seeds itself, so the results are the same, bit for bit, in parallel or one after another.
+
+Workers are started with ``spawn`` (the default on Windows and macOS), which works from a
+Jupyter kernel as long as ``fn`` lives in an importable module (a ``helpers`` function,
+not a lambda typed into a notebook). ``$COURSE_WORKERS`` caps the number of workers;
+``COURSE_WORKERS=1`` runs everything in the calling process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+import torch
+from tqdm.auto import tqdm
+
+from ._checks import positive_int
+from .environment import is_static_build
+
+WORKERS_VARIABLE = "COURSE_WORKERS"
+
+
+def available_cores() -> int:
+    """The number of CPU cores this process may run on (respects container limits)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no sched_getaffinity
+        return os.cpu_count() or 1
+
+
+def default_workers() -> int:
+    """``$COURSE_WORKERS`` if set, else the number of available cores."""
+    raw = os.environ.get(WORKERS_VARIABLE)
+    if raw is None or not raw.strip():
+        return available_cores()
+    try:
+        return positive_int(WORKERS_VARIABLE, int(raw))
+    except ValueError as err:
+        raise ValueError(f"${WORKERS_VARIABLE} must be a positive integer, got {raw!r}") from err
+
+
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+def run_all(fn, jobs, *, workers: int | None = None, progress: bool | None = None,
+            description: str = "runs") -> list:
+    """``[fn(**job) for job in jobs]``, computed by up to ``workers`` processes at once.
+
+    ``workers`` defaults to :func:`default_workers`; with one worker (or one job) the jobs
+    run here, in order. A progress bar counts finished jobs in JupyterLab and is silent in
+    a static build. An exception in a job is raised here, with the worker's traceback.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    jobs = list(jobs)
+    if not all(isinstance(job, dict) for job in jobs):
+        raise TypeError("jobs must be a list of dicts of keyword arguments for fn")
+    workers = default_workers() if workers is None else positive_int("workers", workers)
+    workers = min(workers, len(jobs)) if jobs else 1
+    show = (not is_static_build()) if progress is None else bool(progress)
+    bar = tqdm(total=len(jobs), desc=description, disable=not show, leave=False)
+    if workers == 1:
+        results = []
+        for job in jobs:
+            results.append(fn(**job))
+            bar.update()
+        bar.close()
+        return results
+    try:
+        pickle.dumps(fn)
+    except (pickle.PicklingError, AttributeError, TypeError) as err:
+        raise TypeError(f"fn must be a function importable from a module (not a lambda or a function "
+                        f"defined in a notebook) to run in worker processes; got {fn!r}") from err
+    results: list = [None] * len(jobs)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_thread) as pool:
+        futures = {pool.submit(fn, **job): i for i, job in enumerate(jobs)}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()  # re-raises a job's exception here
+            bar.update()
+    bar.close()
+    return results
