@@ -16,6 +16,7 @@ def is_static_build() -> bool:
     """True when the notebook is being executed for the static site or the tests."""
     return os.environ.get(STATIC_VARIABLE, "").strip().lower() in {"1", "true", "yes"}
 
+
 CLAIMS_ONLY_VARIABLE = "COURSE_CLAIMS_ONLY"
 
 

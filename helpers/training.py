@@ -37,8 +37,8 @@ def make_optimizer(model: nn.Module, name: str, lr: float, momentum: float,
     """``"sgd"`` (with momentum, He et al.'s choice) or ``"adam"``.
 
     ``foreach=True`` updates all parameters with a few batched operations instead of a
-    loop over ~100 small tensors, the bulk of the step's time for the course's small nets
-    (PyTorch uses it by default only on GPUs)."""
+    loop over ~100 small tensors, which saves a sizeable part of a step's time for the
+    course's small nets (PyTorch uses it by default only on GPUs)."""
     choice("optimizer", name, ("sgd", "adam"))
     if name == "sgd":
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay,

@@ -35,3 +35,18 @@ def test_bad_seeds_are_rejected(monkeypatch):
         seed_everything(-1)
     with pytest.raises(TypeError, match="seed"):
         generator(1.5)
+
+
+def test_seed_everything_sets_one_thread_unless_told_otherwise():
+    before = torch.get_num_threads()
+    try:
+        seed_everything(0)
+        assert torch.get_num_threads() == 1
+        seed_everything(0, threads=2)
+        assert torch.get_num_threads() == 2
+        seed_everything(0, threads=None)
+        assert torch.get_num_threads() == 2
+        with pytest.raises(ValueError, match="threads"):
+            seed_everything(0, threads=0)
+    finally:
+        torch.set_num_threads(before)
