@@ -12,15 +12,19 @@ import os
 STATIC_VARIABLE = "COURSE_STATIC_BUILD"
 
 
+CLAIMS_ONLY_VARIABLE = "COURSE_CLAIMS_ONLY"
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes"}
+
+
 def is_static_build() -> bool:
     """True when the notebook is being executed for the static site or the tests."""
-    return os.environ.get(STATIC_VARIABLE, "").strip().lower() in {"1", "true", "yes"}
-
-
-CLAIMS_ONLY_VARIABLE = "COURSE_CLAIMS_ONLY"
+    return _flag(STATIC_VARIABLE)
 
 
 def is_claims_only() -> bool:
     """True when a notebook is re-run only to check its asserted claims (the seed sweep of
     the tests): explorations then draw just their first frame, since no one will look."""
-    return os.environ.get(CLAIMS_ONLY_VARIABLE, "").strip().lower() in {"1", "true", "yes"}
+    return _flag(CLAIMS_ONLY_VARIABLE)

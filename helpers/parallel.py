@@ -67,25 +67,23 @@ def run_all(fn, jobs, *, workers: int | None = None, progress: bool | None = Non
     workers = default_workers() if workers is None else positive_int("workers", workers)
     workers = min(workers, len(jobs)) if jobs else 1
     show = (not is_static_build()) if progress is None else bool(progress)
-    bar = tqdm(total=len(jobs), desc=description, disable=not show, leave=False)
-    if workers == 1:
-        results = []
-        for job in jobs:
-            results.append(fn(**job))
-            bar.update()
-        bar.close()
-        return results
-    try:
-        pickle.dumps(fn)
-    except (pickle.PicklingError, AttributeError, TypeError) as err:
-        raise TypeError(f"fn must be a function importable from a module (not a lambda or a function "
-                        f"defined in a notebook) to run in worker processes; got {fn!r}") from err
+    if workers > 1:
+        try:
+            pickle.dumps(fn)
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            raise TypeError(f"fn must be a function importable from a module (not a lambda or a function "
+                            f"defined in a notebook) to run in worker processes; got {fn!r}") from err
     results: list = [None] * len(jobs)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_thread) as pool:
-        futures = {pool.submit(fn, **job): i for i, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()  # re-raises a job's exception here
-            bar.update()
-    bar.close()
+    with tqdm(total=len(jobs), desc=description, disable=not show, leave=False) as bar:
+        if workers == 1:
+            for i, job in enumerate(jobs):
+                results[i] = fn(**job)
+                bar.update()
+            return results
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_thread) as pool:
+            futures = {pool.submit(fn, **job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()  # re-raises a job's exception here
+                bar.update()
     return results

@@ -13,19 +13,12 @@ import pytest
 from helpers.toc import ROOT, toc_notebooks
 
 sys.path.insert(0, str(ROOT / "tools"))
-from run_notebooks import _seed_run  # noqa: E402
+from run_notebooks import seed_failures  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 def test_claims_hold_for_seeds_1_to_9():
     """Every (notebook, seed) pair in one pool of two processes, so that no core idles."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    jobs = [(path, seed) for seed in range(1, 10) for path in toc_notebooks(ROOT)]
-    with ProcessPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(_seed_run, jobs))
-    failures = [f"{path.relative_to(ROOT)}, seed {seed}: {error}" for path, seed, _, error in results
-                if error is not None]
-    assert len(results) == 9 * len(toc_notebooks(ROOT))
+    failures = seed_failures(toc_notebooks(ROOT), range(1, 10))
     assert not failures, "claims that did not hold:\n" + "\n".join(failures)
