@@ -1,15 +1,24 @@
 # Two commands on a fresh machine (each sets up .venv first):
 #   make site   build the book into _build/html (warnings are errors)
-#   make test   run every test: unit tests, notebooks (nbval), claims for seeds 0-9,
-#               the site build and the browser checks
+#   make test   run every test for seed 0: lint, unit tests, every notebook's claims, the site
+#               build and the browser checks
+# and what CI adds (.ci/run):
+#   make sweep  every notebook's claims for seeds 1-9 (CHAPTER=N for one chapter, SEEDS=1-9)
+#
+# Each notebook is executed once per seed: tools/execute.py runs them side by side into
+# _build/.jupyter_cache, and the site build (in `make site` and `make test` alike) reads them
+# from there. A notebook runs again only when its code cells or the helpers package change.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export COURSE_STATIC_BUILD := 1
+CHAPTER ?=
+SEEDS ?= 1-9
+PYTEST := $(BIN)/python -m pytest -ra
 
-.PHONY: site test test-fast lint benchmark student lab serve clean
+.PHONY: site test sweep test-fast lint benchmark student lab serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,20 +28,24 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 site: $(STAMP)
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python tools/execute.py
+	COURSE_SEED=0 $(BIN)/jupyter-book build . -W -n --keep-going
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -ra --nbval-lax --nbval-cell-timeout=300 tests book
+	$(PYTEST) -m "not sweep" tests
 
-test-fast: $(STAMP)   ## everything but the slow tests (seed sweep, site build, browser)
-	$(BIN)/python -m pytest -ra -m "not slow" --nbval-lax --nbval-cell-timeout=300 tests book
+sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's) for SEEDS (default 1-9)
+	CHAPTER=$(CHAPTER) SEEDS=$(SEEDS) $(PYTEST) -m sweep tests
+
+test-fast: $(STAMP)   ## unit tests only (no notebook execution, site build or browser)
+	$(PYTEST) -m "not slow and not sweep" tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-benchmark: $(STAMP)   ## cold execution time of every notebook (the budget is 60 s each)
-	$(BIN)/python tools/run_notebooks.py
+benchmark: $(STAMP)   ## time every notebook and every stage of `make test`; writes benchmarks/speed.json
+	$(BIN)/python tools/benchmark.py
 
 student: $(STAMP)     ## the student edition: notebooks without solutions
 	$(BIN)/python -m helpers.student student-edition

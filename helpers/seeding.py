@@ -50,6 +50,18 @@ def seed_everything(seed: int | None = None, *, threads: int | None = 1) -> int:
     return seed
 
 
+def seeds_of_run(seed: int, n: int) -> tuple[int, ...]:
+    """The ``n`` seeds of the nets one run of a notebook trains: ``n*seed, ..., n*seed + n - 1``.
+
+    Runs with different notebook seeds never share a net (seed 1 of a three-net run trains
+    3, 4, 5; seed 2 trains 6, 7, 8), so a sweep over ten notebook seeds is ten independent
+    checks. Seed 0 trains 0, 1, ..., n - 1.
+    """
+    seed = positive_int("seed", seed, minimum=0)
+    n = positive_int("n", n)
+    return tuple(n * seed + i for i in range(n))
+
+
 def generator(seed: int) -> torch.Generator:
     """A private ``torch.Generator`` seeded with ``seed`` (for shuffling, directions...)."""
     return torch.Generator().manual_seed(positive_int("seed", seed, minimum=0))

@@ -1,16 +1,79 @@
-"""Fixtures shared by the tests: the built site (built once per session, only if a test asks)."""
+"""Fixtures shared by the tests: the book's one execution and the site built from it.
+
+With ``COURSE_TIMINGS=path.json`` set, the session also writes how long each stage took
+(the execution, the site build, and the tests of each file), for ``make benchmark``.
+"""
 
 from __future__ import annotations
 
-import pytest
-from sitebuild import build_site
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("COURSE_STATIC_BUILD", "1")  # no progress bars in what the tests run
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # the test process draws off-screen (the notebooks' kernels keep their inline backend)
+
+import pytest  # noqa: E402
+from sitebuild import TOOLS, build_site, execute_notebooks  # noqa: E402
+
+from helpers.toc import ROOT, toc_notebooks  # noqa: E402
+
+sys.path.insert(0, str(TOOLS))
+STAGES: dict[str, float] = {}
+FILES: dict[str, float] = defaultdict(float)
+
+
+def _timed(stage: str, fn):
+    start = time.perf_counter()
+    result = fn()
+    STAGES[stage] = round(time.perf_counter() - start, 1)
+    return result
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
+def executed():
+    """{notebook: None, or the error it raised}, for seed 0, from the one execution of the book."""
+    from execute import CACHE, notebook_error, read_cache
+
+    proc = _timed("execute_notebooks_s", execute_notebooks)
+    if proc.returncode not in (0, 1):  # 1: a notebook failed (reported per notebook below)
+        pytest.fail(f"tools/execute.py broke:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    cache = read_cache(CACHE)
+    return {str(p.relative_to(ROOT)): notebook_error(cache, p) for p in toc_notebooks(ROOT)}
+
+
+@pytest.fixture(scope="session")
+def site_build(executed):
+    """The finished ``jupyter-book build`` (from the cache that ``executed`` filled)."""
+    return _timed("site_build_s", lambda: build_site(fresh=True))
+
+
+@pytest.fixture(scope="session")
+def site(site_build):
     """Path to the built HTML; the build must succeed with warnings as errors."""
-    out = tmp_path_factory.mktemp("site")
-    proc = build_site(out)
-    log = f"{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
-    assert proc.returncode == 0, f"site build failed (warnings are errors):\n{log}"
-    return out / "_build" / "html"
+    log = f"{site_build.stdout[-6000:]}\n{site_build.stderr[-3000:]}"
+    assert site_build.returncode == 0, f"site build failed (warnings are errors):\n{log}"
+    return ROOT / "_build" / "html"
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        FILES[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_sessionstart(session):
+    session.config._course_start = time.perf_counter()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    target = os.environ.get("COURSE_TIMINGS")
+    if not target:
+        return
+    record = {"session_s": round(time.perf_counter() - session.config._course_start, 1),
+              "fixtures": STAGES, "test_calls_by_file_s": {k: round(v, 1) for k, v in sorted(FILES.items())}}
+    Path(target).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -50,3 +50,16 @@ def test_seed_everything_sets_one_thread_unless_told_otherwise():
             seed_everything(0, threads=0)
     finally:
         torch.set_num_threads(before)
+
+
+def test_runs_with_different_seeds_share_no_net():
+    from helpers.seeding import seeds_of_run
+
+    assert seeds_of_run(0, 3) == (0, 1, 2)
+    assert seeds_of_run(1, 3) == (3, 4, 5)
+    all_nets = [s for seed in range(10) for s in seeds_of_run(seed, 3)]
+    assert len(set(all_nets)) == 30
+    with pytest.raises(ValueError, match="n must be"):
+        seeds_of_run(1, 0)
+    with pytest.raises(TypeError, match="seed"):
+        seeds_of_run("1", 3)

@@ -1,0 +1,74 @@
+"""Every notebook's claims hold for seed 0, from the book's one execution, which the site reuses.
+
+The execution (``tools/execute.py``) runs each notebook once into jupyter-cache; the site
+build reads the cache. A failing ``assert`` fails that notebook's test here with its
+traceback. The seed sweep (``tests/test_seeds.py``, ``make sweep``) covers seeds 1 to 9.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import nbformat
+import pytest
+
+from helpers.toc import ROOT, toc_notebooks
+
+sys.path.insert(0, str(ROOT / "tools"))
+import execute  # noqa: E402
+from run_notebooks import seed_failures  # noqa: E402
+
+pytestmark = pytest.mark.slow
+NOTEBOOKS = [str(p.relative_to(ROOT)) for p in toc_notebooks(ROOT)]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_claims_hold_for_seed_0(executed, notebook):
+    error = executed[notebook]
+    assert error is None, f"{notebook} failed for seed 0:\n{error[-4000:]}"
+
+
+def test_the_site_build_executes_no_notebook_again(executed, site_build):
+    """One execution per notebook and seed: the site takes every notebook from the cache."""
+    if any(executed.values()):
+        pytest.skip("a notebook failed, so the site build had to execute it again")
+    log = site_build.stdout + site_build.stderr
+    again = re.findall(r"Executing notebook using .*", log)
+    assert not again, f"the site build executed notebooks again: {again}"
+    assert log.count("Using cached notebook") >= len(NOTEBOOKS), log[-3000:]
+
+
+def _claim_notebook(path, claim: str):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A claim"),
+                                         nbformat.v4.new_code_cell("import os\nSEED = int(os.environ['COURSE_SEED'])"),
+                                         nbformat.v4.new_code_cell(claim)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_claim_that_fails_for_seed_0_fails_the_execution(tmp_path):
+    holds = _claim_notebook(tmp_path / "holds.ipynb", "assert SEED == 0")
+    breaks = _claim_notebook(tmp_path / "breaks.ipynb", "assert SEED != 0, 'the claim fails for seed 0'")
+    errors = execute.execute_book([holds, breaks], cache_path=tmp_path / "cache")
+    assert errors[holds.resolve()] is None
+    assert "the claim fails for seed 0" in errors[breaks.resolve()]
+    # The passing notebook is cached (the site build will not run it again); the failing one is not.
+    cache = execute.read_cache(tmp_path / "cache")
+    assert cache.get_cached_project_nb(str(holds.resolve())) is not None
+    assert cache.get_cached_project_nb(str(breaks.resolve())) is None
+
+
+def test_a_claim_that_fails_for_a_later_seed_fails_the_sweep(tmp_path):
+    path = _claim_notebook(tmp_path / "lucky.ipynb", "assert SEED != 7, 'the claim fails for seed 7'")
+    failures = seed_failures([path], [1, 7], root=tmp_path)
+    assert len(failures) == 1 and "seed 7" in failures[0] and "the claim fails for seed 7" in failures[0]
+
+
+def test_a_change_to_the_helpers_empties_the_cache(tmp_path, monkeypatch):
+    path = _claim_notebook(tmp_path / "holds.ipynb", "assert SEED == 0")
+    execute.execute_book([path], cache_path=tmp_path / "cache")
+    assert execute.read_cache(tmp_path / "cache").get_cached_project_nb(str(path.resolve())) is not None
+    monkeypatch.setattr(execute, "fingerprint", lambda root=ROOT: "helpers changed")
+    assert execute.open_cache(tmp_path / "cache").list_cache_records() == []

@@ -1,0 +1,130 @@
+"""Execute the book's notebooks once, side by side, into the cache the site build reads.
+
+    python tools/execute.py            # every notebook in _toc.yml, seed 0; exit 1 if one fails
+
+This is the one execution of each notebook that ``make site`` and ``make test`` share.
+It uses jupyter-cache (the cache that jupyter-book's ``execute_notebooks: cache`` reads)
+and its ``local-parallel`` executor, one notebook per CPU core. A notebook whose cell
+raises (a claim's ``assert``, say) is not cached, and its traceback is kept in the
+cache's project records; the site build then executes it again and fails with it.
+
+jupyter-cache keys an executed notebook by its code cells only, so a change to the
+``helpers`` package would otherwise leave stale results in the cache. The cache is
+therefore stamped with a fingerprint of everything outside the notebook that a run
+depends on (the ``helpers`` sources, the pinned requirements and the Python version) and
+emptied when that fingerprint changes. The kernels' environment is fixed
+(:data:`SITE_ENVIRONMENT`), so a variable set in the caller's shell cannot leak in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from helpers.toc import ROOT, toc_notebooks  # noqa: E402
+
+CACHE = ROOT / "_build" / ".jupyter_cache"  # where ``jupyter-book build .`` looks (_config.yml: execute.cache)
+FINGERPRINT_FILE = "course-fingerprint"
+TIMEOUT = 600  # seconds per cell; a notebook's budget is 60 s in all
+# The environment of a site build's kernels: seed 0, no progress bars, every run in the kernel's
+# own process (the notebooks run side by side instead; results are the same bit for bit).
+SITE_ENVIRONMENT = {"COURSE_STATIC_BUILD": "1", "COURSE_SEED": "0", "COURSE_WORKERS": "1"}
+
+
+def fingerprint(root: Path = ROOT) -> str:
+    """SHA-256 of what a notebook's outputs depend on besides its own code cells."""
+    digest = hashlib.sha256()
+    files = sorted((root / "helpers").rglob("*.py")) + [root / "requirements.txt"]
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    digest.update(repr(sorted(SITE_ENVIRONMENT.items())).encode())
+    digest.update(sys.version.encode())
+    return digest.hexdigest()
+
+
+def open_cache(path: Path = CACHE):
+    """The jupyter-cache at ``path``, emptied first if it was filled by other code or settings."""
+    cache = read_cache(path)
+    stamp = Path(path) / FINGERPRINT_FILE
+    current = fingerprint()
+    if not stamp.exists() or stamp.read_text() != current:
+        cache.clear_cache()
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(current)
+    return cache
+
+
+def read_cache(path: Path = CACHE):
+    """The jupyter-cache at ``path``, as it is."""
+    from jupyter_cache import get_cache
+
+    return get_cache(str(path))
+
+
+def execute_book(notebooks=None, cache_path: Path = CACHE) -> dict[Path, str | None]:
+    """Execute every notebook not already cached; return {notebook: None, or its error}.
+
+    Runs with :data:`SITE_ENVIRONMENT` (seed 0, as the site shows it), one notebook per
+    CPU core. A notebook already in the cache for the current fingerprint is not re-run.
+    """
+    from jupyter_cache.executors import load_executor
+
+    notebooks = [Path(p).resolve() for p in (notebooks or toc_notebooks(ROOT))]
+    cache = open_cache(cache_path)
+    for path in notebooks:
+        cache.add_nb_to_project(str(path))
+    logger = logging.getLogger("course.execute")
+    logger.setLevel(logging.INFO)  # jupyter-cache then reports one line per notebook, not every worker event
+    executor = load_executor("local-parallel", cache, logger=logger)
+    with site_environment():  # the kernels inherit this process's environment
+        executor.run_and_cache(filter_uris=[str(p) for p in notebooks], timeout=TIMEOUT, allow_errors=False)
+    return {path: notebook_error(cache, path) for path in notebooks}
+
+
+@contextmanager
+def site_environment():
+    """Set :data:`SITE_ENVIRONMENT` (and unset the claims-only switch) for the duration."""
+    saved = dict(os.environ)
+    os.environ.update(SITE_ENVIRONMENT)
+    os.environ.pop("COURSE_CLAIMS_ONLY", None)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def notebook_error(cache, path: Path) -> str | None:
+    """None if ``path`` is in the cache (executed without error), else why not (its traceback)."""
+    record = cache.get_project_record(str(path))
+    if record.traceback:
+        return record.traceback
+    if cache.get_cached_project_nb(str(path)) is None:
+        return "not executed (no cached run and no traceback)"
+    return None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in _toc.yml")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    start = time.perf_counter()
+    errors = execute_book(args.notebooks or None)
+    for path, error in errors.items():
+        status = "ok" if error is None else "FAILED\n" + error[-3000:]
+        print(f"{path.relative_to(ROOT)}: {status}", flush=True)
+    print(f"{len(errors)} notebooks in {time.perf_counter() - start:.1f} s")
+    return 1 if any(errors.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
