@@ -1,6 +1,13 @@
+import inspect
+import itertools
 import math
+import signal
+import sys
+import threading
+import time
 
 import numpy as np
+import pytest
 import torch
 
 from helpers.grading import Case, check_per_layer_factor, run_cases
@@ -11,6 +18,11 @@ def _right(norms):
     return math.exp(-slope)
 
 
+def _forgets_return(norms):
+    slope = np.polyfit(np.arange(len(norms)), np.log(norms), 1)[0]
+    math.exp(-slope)
+
+
 def test_checker_passes_a_correct_answer():
     feedback = check_per_layer_factor(_right)
     assert feedback.passed, str(feedback)
@@ -19,7 +31,7 @@ def test_checker_passes_a_correct_answer():
 
 def test_checker_names_the_specific_mistake():
     cases = {
-        "forgot return": (lambda norms: None, "forget the `return`"),
+        "forgot return": (_forgets_return, "forget the `return`"),
         "reciprocal": (lambda norms: 1 / _right(norms), "reciprocal"),
         "endpoints only": (lambda norms: (norms[0] / norms[-1]) ** (1 / (len(norms) - 1)), "noisy"),
         "crash": (lambda norms: norms.nonexistent, "AttributeError"),
@@ -92,7 +104,8 @@ def test_path_counts_checker():
 
 # --- chapter 1: most harmful block --------------------------------------------------------
 
-def _trained_tiny_net():
+@pytest.fixture(scope="module")
+def tiny_net():
     from helpers.data import digits
     from helpers.experiments import train_twins
 
@@ -101,20 +114,398 @@ def _trained_tiny_net():
     return model, data.x_test, data.y_test
 
 
-def test_most_harmful_block_checker():
+def _measures(m, x, y):
+    from helpers.measure import error_rate
+
+    return int(np.argmax([error_rate(m, x, y, skip=[i]) for i in range(len(m.blocks))]))
+
+
+def _answers_on(x_given, answer):
+    """A learner's function that measures, except on the net of ``x_given``, where it says ``answer``."""
+    return lambda m, x, y: answer if x.shape == x_given.shape and torch.equal(x, x_given) else _measures(m, x, y)
+
+
+def test_most_harmful_block_checker(tiny_net):
     from helpers.grading import check_most_harmful_block
     from helpers.measure import single_block_lesions
 
-    model, x, y = _trained_tiny_net()
+    model, x, y = tiny_net
     worst = int(np.argmax(single_block_lesions(model, x, y)))
     other = (worst + 2) % len(model.blocks)  # neither the answer nor an off-by-one
-    good = check_most_harmful_block(lambda m, x_, y_: worst, model, x, y, prediction=worst)
+    good = check_most_harmful_block(_measures, model, x, y, prediction=worst)
     assert good.passed and "was right" in str(good), str(good)
-    wrong = check_most_harmful_block(lambda m, x_, y_: other, model, x, y, prediction=other)
-    assert not wrong.passed and f"deleting block {worst}" in str(wrong)
+    wrong = check_most_harmful_block(_answers_on(x, other), model, x, y, prediction=other)
+    assert not wrong.passed and f"deleting block {worst}" in wrong.lines[0], str(wrong)
+    assert all(line.startswith("✓") for line in wrong.lines[1:3]), str(wrong)
     assert "measurement says" in str(wrong)
     if worst + 1 < len(model.blocks):
-        off = check_most_harmful_block(lambda m, x_, y_: worst + 1, model, x, y)
+        off = check_most_harmful_block(_answers_on(x, worst + 1), model, x, y)
         assert "0-based" in str(off) or f"deleting block {worst}" in str(off)
-    assert "expected a block index" in str(check_most_harmful_block(lambda m, x_, y_: "1", model, x, y))
-    assert "blocks 0 to" in str(check_most_harmful_block(lambda m, x_, y_: 99, model, x, y))
+    assert "expected a block index" in str(check_most_harmful_block(_answers_on(x, "1"), model, x, y))
+    assert "blocks 0 to" in str(check_most_harmful_block(_answers_on(x, 99), model, x, y))
+    assert "not a block index" in str(check_most_harmful_block(_measures, model, x, y, prediction=True))
+
+
+def test_most_harmful_block_checker_has_hidden_nets_and_guards_the_model(tiny_net):
+    from helpers.grading import check_most_harmful_block
+    from helpers.measure import single_block_lesions
+
+    model, x, y = tiny_net
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    # A constant answer fails: the hidden nets have two different blocks that matter most.
+    for constant in range(len(model.blocks)):
+        feedback = check_most_harmful_block(lambda m, x_, y_, c=constant: c, model, x, y)
+        assert not feedback.passed and "hidden test net" in str(feedback), str(feedback)
+
+    assert check_most_harmful_block(_measures, model, x, y).passed
+
+    def in_training_mode(m, x_, y_):  # updates the batch-norm statistics of the model it was given
+        m.train()
+        return int(np.argmax([(m(x_, skip=[i]).argmax(1) != y_).float().mean() for i in range(len(m.blocks))]))
+
+    feedback = check_most_harmful_block(in_training_mode, model, x, y)
+    assert not feedback.passed and "modified its argument m in place" in feedback.lines[0], str(feedback)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items()), "the caller's net changed"
+
+    def calls_the_reference(m, x_, y_):
+        return int(np.argmax(single_block_lesions(m, x_, y_)))
+
+    feedback = check_most_harmful_block(calls_the_reference, model, x, y)
+    assert not feedback.passed and "single_block_lesions is off limits" in str(feedback), str(feedback)
+    assert len(single_block_lesions(model, x, y)) == len(model.blocks)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        check_most_harmful_block(_measures, model, x.tolist(), y)
+    with pytest.raises(ValueError, match="same length"):
+        check_most_harmful_block(_measures, model, x, y[:-1])
+    with pytest.raises(TypeError, match="model"):
+        check_most_harmful_block(_measures, "net", x, y)
+
+
+# --- the base: copies, in-place changes, exits, time limits, types, where it failed --------
+
+def test_arguments_are_copied_and_changes_in_place_are_reported():
+    from helpers.grading import check_residual_forward
+
+    def adds_in_place(x, w1, b1, w2, b2):
+        x.add_(100)
+        return x
+
+    feedback = check_residual_forward(adds_in_place)
+    zero = next(line for line in feedback.lines if "second layer all zeros" in line)
+    assert zero.startswith("✗") and "modified its argument x in place; return a new tensor instead" in zero
+
+    x = torch.randn(3, 4)
+    pristine = x.clone()
+    cases = [Case("zero branch", (x, torch.zeros(3, 4)), x)]
+
+    def f(x, branch):
+        x.add_(100)
+        return x
+
+    def right_value_but_in_place(x, branch):
+        x += branch
+        return x
+
+    branch = torch.ones(3, 4)
+    nonzero = [Case("branch of ones", (x, branch), x + branch)]
+    for fn, fn_cases in ((f, cases), (right_value_but_in_place, nonzero)):
+        feedback = run_cases("residual", fn, fn_cases)
+        assert not feedback.passed and "modified its argument x in place" in str(feedback), str(feedback)
+    assert torch.equal(x, pristine) and cases[0].expected is x, "the checker's own data must not change"
+    assert run_cases("residual", lambda x, branch: x + branch, cases + nonzero).passed
+
+    def sorts(values):
+        values.sort()
+        return values[-1]
+
+    for values, kind in ((np.array([3.0, 1.0, 2.0]), "array"), ([3.0, 1.0, 2.0], "list")):
+        feedback = run_cases("max", sorts, [Case("max", (values,), 3.0)])
+        assert f"modified its argument values in place; return a new {kind} instead" in str(feedback)
+    assert run_cases("max", lambda values: max(values), [Case("max", ([3.0, 1.0, 2.0],), 3.0)]).passed
+    with pytest.raises(TypeError, match="deep-copied"):
+        run_cases("gen", lambda g: 1.0, [Case("a generator", ((i for i in range(3)),), 1.0)])
+
+
+def _exits(norms):
+    sys.exit(3)
+
+
+def _raises_system_exit(norms):
+    raise SystemExit
+
+
+def test_system_exit_is_feedback_but_keyboard_interrupt_is_not():
+    for fn in (_exits, _raises_system_exit):
+        feedback = check_per_layer_factor(fn)
+        assert not feedback.passed and "SystemExit" in feedback.lines[0] and fn.__name__ in feedback.lines[0]
+        assert feedback.lines[1].endswith(": the same problem as above."), str(feedback)
+
+    def interrupted(norms):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        check_per_layer_factor(interrupted)
+
+
+def _sleeps(norms):
+    time.sleep(30)
+    return 0.5
+
+
+def _stubborn(x):
+    try:
+        time.sleep(30)
+    except BaseException:  # swallows the first time-out; the alarm repeats
+        pass
+    time.sleep(30)
+    return x
+
+
+def test_a_slow_function_is_stopped_and_the_other_cases_skipped():
+    from helpers.grading import DEFAULT_TIME_LIMIT
+
+    start = time.monotonic()
+    feedback = check_per_layer_factor(_sleeps)  # the checker's default limit
+    assert time.monotonic() - start < DEFAULT_TIME_LIMIT + 5
+    assert not feedback.passed
+    assert f"took longer than {DEFAULT_TIME_LIMIT:g} s (in _sleeps, line" in feedback.lines[0], str(feedback)
+    assert "time.sleep(30)" in feedback.lines[0] and "were not run" in feedback.lines[1]
+
+    cases = [Case("one", (1.0,), 1.0), Case("two", (2.0,), 2.0)]
+    start = time.monotonic()
+    feedback = run_cases("slow", _stubborn, cases, time_limit=0.5)
+    assert time.monotonic() - start < 5 and "took longer than 0.5 s" in str(feedback), str(feedback)
+    assert run_cases("fast", lambda v: v, cases, time_limit=0.5).passed
+    assert run_cases("no limit", lambda v: v, cases, time_limit=math.inf).passed
+    # A case's own limit wins over the check's.
+    short = [Case("one", (1.0,), 1.0, time_limit=0.3)]
+    assert "took longer than 0.3 s" in str(run_cases("slow", _stubborn, short, time_limit=60))
+
+
+def _enumerates(n):
+    counts = [0] * (n + 1)
+    for taken in itertools.product((0, 1), repeat=n):
+        counts[sum(taken)] += 1
+    return counts
+
+
+def test_an_exponential_enumeration_runs_into_the_time_limit(monkeypatch):
+    from helpers.grading import check_path_counts, sandbox
+
+    monkeypatch.setattr(sandbox, "DEFAULT_TIME_LIMIT", 1.0)
+    start = time.monotonic()
+    feedback = check_path_counts(_enumerates)
+    assert time.monotonic() - start < 8
+    assert any(line.startswith("✓ n = 10") for line in feedback.lines)
+    assert any(line.startswith("✗ n = 27: took longer than 1 s") for line in feedback.lines), str(feedback)
+
+
+def test_the_time_limit_gives_back_an_outer_alarm():
+    def handler(signum, frame):
+        pass
+
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30)
+        assert "took longer" in str(run_cases("slow", _sleeps, [Case("one", (1.0,), 0.5)], time_limit=0.3))
+        assert signal.getsignal(signal.SIGALRM) is handler
+        assert 20 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_outside_the_main_thread_the_check_runs_without_a_limit_and_says_so():
+    result = {}
+    cases = [Case("double", (1.0,), 2.0)]
+    thread = threading.Thread(target=lambda: result.update(feedback=run_cases("double", lambda v: 2 * v, cases)))
+    thread.start()
+    thread.join(30)
+    assert result["feedback"].passed and "no time limit could be set" in str(result["feedback"])
+
+
+class _SneakyTensor(torch.Tensor):
+    pass
+
+
+def test_only_numbers_are_numbers():
+    right = {
+        "float": _right,
+        "numpy float": lambda norms: np.float64(_right(norms)),
+        "0-d tensor": lambda norms: torch.tensor(_right(norms)),
+    }
+    for name, fn in right.items():
+        assert check_per_layer_factor(fn).passed, name
+    wrong = {
+        "str": ("0.5", "not text"),
+        "bool": (True, "returned a bool"),
+        "numpy bool": (np.bool_(True), "returned a bool"),
+        "nan": (float("nan"), "not a finite number"),
+        "inf": (float("inf"), "not a finite number"),
+        "list": ([0.5], "expected one number"),
+        "tensor of one": (torch.tensor([0.5]), "shape (1,)"),
+    }
+    for name, (value, needle) in wrong.items():
+        feedback = check_per_layer_factor(lambda norms, v=value: v)
+        assert not feedback.passed and needle in feedback.lines[0], (name, str(feedback))
+        assert "Hint" not in feedback.lines[0] or name in ("nan", "inf"), (name, str(feedback))
+    from helpers.grading import check_path_counts, compare_numeric
+
+    assert "not text" in compare_numeric("2.0", 2.0)
+    assert "booleans" in compare_numeric([True, False], np.array([1.0, 0.0]))
+    assert "subclass of torch.Tensor" in compare_numeric(torch.ones(2).as_subclass(_SneakyTensor), torch.ones(2))
+    assert compare_numeric([1, 2], np.array([1.0, 2.0])) is None
+    feedback = check_path_counts(lambda n: [str(math.comb(n, k)) for k in range(n + 1)])
+    assert not feedback.passed and "expected numbers" in str(feedback)
+
+
+def _calls_helpers_wrongly(norms):
+    from helpers.models import blocks_for_depth
+
+    return blocks_for_depth(3)
+
+
+def _calls_numpy_wrongly(norms):
+    return np.polyfit(norms, norms[:1], 1)
+
+
+def test_an_error_points_at_the_learners_own_line():
+    for fn, source in ((_calls_helpers_wrongly, "return blocks_for_depth(3)"),
+                       (_calls_numpy_wrongly, "return np.polyfit(norms, norms[:1], 1)")):
+        lines, first = inspect.getsourcelines(fn)
+        lineno = first + next(i for i, line in enumerate(lines) if source in line)
+        feedback = check_per_layer_factor(fn)
+        assert f"(in {fn.__name__}, line {lineno}: {source})" in feedback.lines[0], str(feedback)
+        assert ".py" not in feedback.lines[0]
+
+
+def _pass(norms):
+    pass
+
+
+def _ellipsis(norms):
+    ...
+
+
+def _starter(norms):
+    """Fit the factor."""
+    # Your code here.
+    return None
+
+
+def _raises_not_implemented(norms):
+    raise NotImplementedError("fit the factor")
+
+
+def test_an_untouched_starter_is_not_implemented_yet():
+    for fn in (_pass, _ellipsis, _starter, _raises_not_implemented):
+        feedback = check_per_layer_factor(fn)
+        assert not feedback.passed and "not implemented yet" in feedback.lines[0], (fn.__name__, str(feedback))
+        assert "forget" not in str(feedback) and len(feedback.lines) == 2 and "were not run" in feedback.lines[1]
+    feedback = check_per_layer_factor(_forgets_return)
+    assert "did you forget the `return` statement?" in feedback.lines[0] and len(feedback.lines) > 2
+
+
+# --- gaming: hidden random cases, the course's references off limits -----------------------
+
+def test_a_table_of_the_fixed_answers_fails():
+    from helpers.grading import check_path_counts
+
+    table = {n: [math.comb(n, k) for k in range(n + 1)] for n in (1, 3, 10, 27)}
+    feedback = check_path_counts(lambda n: table[n])
+    assert not feedback.passed and "hidden random n" in str(feedback)
+    hidden = {tuple(line for line in check_path_counts(lambda n: table.get(n)).lines if "hidden" in line)
+              for _ in range(5)}
+    assert len(hidden) > 1, "the hidden cases must change from call to call"
+    answers = {len(norms): _right(norms) for norms in (2.0 ** -np.arange(10), np.full(8, 3.0))}
+    assert not check_per_layer_factor(lambda norms: answers.get(len(norms), 0.5)).passed
+
+
+def test_checkers_leave_the_global_random_state_alone(tiny_net):
+    from helpers.grading import check_most_harmful_block, check_path_counts, check_residual_forward
+
+    model, x, y = tiny_net
+    torch_state, numpy_state = torch.get_rng_state(), np.random.get_state()[1].copy()
+    check_per_layer_factor(_right)
+    check_path_counts(lambda n: [math.comb(n, k) for k in range(n + 1)])
+    check_residual_forward(_block)
+    check_most_harmful_block(lambda m, x_, y_: 0, model, x, y)
+    assert torch.equal(torch_state, torch.get_rng_state())
+    assert np.array_equal(numpy_state, np.random.get_state()[1])
+
+
+def _imports_the_reference(norms):
+    from helpers.measure import per_layer_factor as fit
+
+    return fit(norms)
+
+
+def test_the_course_references_are_off_limits_during_a_check_only():
+    import helpers.measure
+    from helpers.measure import gradients, per_layer_factor
+
+    learners = {
+        "package": lambda norms: helpers.measure.per_layer_factor(norms),
+        "module": lambda norms: gradients.per_layer_factor(norms),
+        "import inside": _imports_the_reference,
+        "default argument": lambda norms, fit=per_layer_factor: fit(norms),
+        "in a list": lambda norms, tools=[per_layer_factor]: tools[0](norms),
+    }
+    for name, fn in learners.items():
+        feedback = check_per_layer_factor(fn)
+        assert not feedback.passed, name
+        assert ("the course's reference per_layer_factor is off limits inside this exercise; write your own"
+                in feedback.lines[0]), (name, str(feedback))
+    assert "the course's own reference" in str(check_per_layer_factor(per_layer_factor))
+    # A notebook: the reference imported into the namespace the learner's function lives in.
+    notebook: dict = {}
+    exec("from helpers.measure import per_layer_factor\n"
+         "def my_per_layer_factor(norms):\n    return per_layer_factor(norms)\n", notebook)
+    assert "per_layer_factor is off limits" in str(check_per_layer_factor(notebook["my_per_layer_factor"]))
+    assert notebook["per_layer_factor"] is per_layer_factor
+    # Put back afterwards, after a time-out and after an interrupt too.
+    assert "took longer" in str(run_cases("slow", _sleeps, [Case("one", (1.0,), 0.5)], time_limit=0.3,
+                                          off_limits=(per_layer_factor,)))
+
+    def interrupted(norms):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        check_per_layer_factor(interrupted)
+    assert helpers.measure.per_layer_factor is per_layer_factor is gradients.per_layer_factor
+    assert per_layer_factor([1.0, 2.0, 4.0]) == pytest.approx(0.5)
+    from helpers.grading import check_path_counts
+    from helpers.measure import path_length_counts
+
+    feedback = check_path_counts(lambda n: path_length_counts(n))
+    assert "path_length_counts is off limits" in str(feedback)
+    assert list(path_length_counts(3)) == [1, 3, 3, 1]
+
+
+def test_bad_arguments_to_the_base_name_the_argument():
+    from helpers.grading import Feedback, compare_numeric, sandbox
+
+    cases = [Case("one", (1.0,), 1.0)]
+    bad = [
+        (TypeError, "args", lambda: Case("d", [1.0], 1.0)),
+        (TypeError, "description", lambda: Case(1, (1.0,), 1.0)),
+        (TypeError, "compare", lambda: Case("d", (1.0,), 1.0, compare=3)),
+        (TypeError, "kwargs", lambda: Case("d", (1.0,), 1.0, kwargs={1: 2})),
+        (ValueError, "time_limit", lambda: Case("d", (1.0,), 1.0, time_limit=0)),
+        (TypeError, "exercise", lambda: run_cases(1, abs, cases)),
+        (TypeError, "cases", lambda: run_cases("e", abs, cases[0])),
+        (ValueError, "cases", lambda: run_cases("e", abs, [])),
+        (TypeError, r"cases\[0\]", lambda: run_cases("e", abs, [1.0])),
+        (TypeError, "time_limit", lambda: run_cases("e", abs, cases, time_limit="5")),
+        (ValueError, "time_limit", lambda: run_cases("e", abs, cases, time_limit=-1)),
+        (TypeError, r"off_limits\[0\]", lambda: run_cases("e", abs, cases, off_limits=(3,))),
+        (TypeError, "passed", lambda: Feedback("e", [], "yes")),
+        (TypeError, "lines", lambda: Feedback("e", "line", True)),
+        (ValueError, "rtol", lambda: compare_numeric(1.0, 1.0, rtol=-1)),
+        (ValueError, "seconds", lambda: sandbox.time_limit(float("nan"))),
+        (TypeError, "functions", lambda: sandbox.off_limits(3)),
+        (TypeError, r"namespaces\[0\]", lambda: sandbox.off_limits((abs,), namespaces=[3])),
+    ]
+    for error, name, call in bad:
+        with pytest.raises(error, match=name):
+            call()

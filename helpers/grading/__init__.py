@@ -1,4 +1,6 @@
-"""Exercise checkers: a base (:mod:`helpers.grading.base`) and one module per chapter."""
+"""Exercise checkers: a base (:mod:`helpers.grading.base`), the guards it runs a learner's
+code under (:mod:`helpers.grading.sandbox`), what it accepts as an answer
+(:mod:`helpers.grading.values`), and one module per chapter."""
 
 from .base import Case, Feedback, compare_numeric, run_cases
 from .chapter1 import (
@@ -7,6 +9,7 @@ from .chapter1 import (
     check_per_layer_factor,
     check_residual_forward,
 )
+from .sandbox import DEFAULT_TIME_LIMIT
 
-__all__ = ["Case", "Feedback", "compare_numeric", "run_cases", "check_per_layer_factor",
+__all__ = ["Case", "Feedback", "compare_numeric", "run_cases", "DEFAULT_TIME_LIMIT", "check_per_layer_factor",
     "check_residual_forward", "check_path_counts", "check_most_harmful_block"]

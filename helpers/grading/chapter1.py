@@ -1,4 +1,11 @@
-"""Checkers for the exercises of chapter 1."""
+"""Checkers for the exercises of chapter 1.
+
+Each checker runs fixed cases, shown in the notebook with hints for the usual mistakes,
+and hidden cases drawn at random on every call (from fresh entropy, so the notebook's
+seeded random state is left alone): a function that only knows the fixed answers fails.
+Expected values are computed before the learner's function runs; while it runs, the
+course's references (:data:`REFERENCES`) raise, so calling them is no solution.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,10 @@ import torch
 
 from ..measure.gradients import per_layer_factor
 from ..measure.lesion import single_block_lesions
-from ..measure.paths import path_length_counts
+from ..measure.paths import enumerate_path_lengths, path_length_counts
+from ..models.mlp import DeepMLP
 from .base import Case, Feedback, compare_numeric, run_cases
+from .values import WrongType, as_number, as_numeric_array
 
 
 def _geometric(g: float, n: int, scale: float = 1.0) -> np.ndarray:
@@ -16,41 +25,50 @@ def _geometric(g: float, n: int, scale: float = 1.0) -> np.ndarray:
     return scale * g ** np.arange(n - 1, -1, -1, dtype=float)
 
 
+def _rng() -> np.random.Generator:
+    """A generator seeded from fresh entropy: new hidden cases on every call."""
+    return np.random.default_rng()
+
+
 def check_per_layer_factor(fn) -> Feedback:
     """Check a learner's ``fn(norms) -> g``, the per-layer factor of a gradient-norm profile.
 
     Known answers: exact geometric profiles (vanishing, exploding, flat, two layers), and
-    a noisy profile whose least-squares factor is :func:`helpers.measure.gradients.per_layer_factor`.
+    a noisy profile whose least-squares factor is :func:`helpers.measure.gradients.per_layer_factor`;
+    then two hidden noisy profiles of random length, factor and scale. The answer must be
+    one finite number (not a string, not a bool).
     """
     rng = np.random.default_rng(0)
     noisy = _geometric(0.7, 12) * np.exp(rng.normal(0, 0.1, 12))
     reversed_hint = ("norms are listed from the input layer to the output layer; a gradient that "
                      "vanishes on its way back is *small* at index 0, and its factor is < 1.")
+    fit_hint = ("fit a straight line to log(norms) against the layer index, using every layer, "
+                "not just the first and last.")
     cases = [
         Case("vanishing profile, g = 0.5 over 10 layers", (_geometric(0.5, 10),), 0.5, reversed_hint),
         Case("exploding profile, g = 1.3 over 6 layers", (_geometric(1.3, 6, scale=2.0),), 1.3, reversed_hint),
         Case("flat profile, g = 1", (np.full(8, 3.0),), 1.0, "a constant profile neither shrinks nor grows."),
         Case("two layers only, g = 0.25", (_geometric(0.25, 2),), 0.25,
              "with two layers the factor is norms[0] / norms[1]."),
-        Case("noisy 12-layer profile (least-squares fit on log norms)", (noisy,), per_layer_factor(noisy),
-             "fit a straight line to log(norms) against the layer index, using every layer, "
-             "not just the first and last."),
+        Case("noisy 12-layer profile (least-squares fit on log norms)", (noisy,), per_layer_factor(noisy), fit_hint),
     ]
-    return run_cases("Per-layer factor", fn, [
-        Case(c.description, c.args, c.expected, c.hint,
-             compare=lambda got, exp: _compare_factor(got, exp)) for c in cases
-    ])
+    hidden = _rng()
+    for _ in range(2):
+        n = int(hidden.integers(3, 41))
+        g = float(hidden.uniform(0.3, 0.9) if hidden.random() < 0.5 else hidden.uniform(1.1, 1.8))
+        profile = _geometric(g, n, scale=10 ** hidden.uniform(-4, 2)) * np.exp(hidden.normal(0, 0.15, n))
+        cases.append(Case(f"hidden random noisy profile of {n} layers", (profile,), per_layer_factor(profile),
+                          fit_hint))
+    for case in cases:
+        case.compare = _compare_factor
+    return run_cases("Per-layer factor", fn, cases, off_limits=REFERENCES)
 
 
 def _compare_factor(got, expected) -> str | None:
-    if got is None:
-        return "returned None: did you forget the `return` statement?"
-    try:
-        value = float(got)
-    except (TypeError, ValueError):
-        return f"returned a {type(got).__name__}; expected one number"
-    if not np.isfinite(value):
-        return f"returned {value}"
+    """A comparison that recognises a factor turned upside down (a reversed profile)."""
+    value, problem = as_number(got)
+    if problem:
+        return problem
     if np.isclose(value, 1 / expected, rtol=1e-4) and not np.isclose(expected, 1.0):
         return f"returned {value:.4g}, the reciprocal of the expected {expected:.4g}."
     if not np.isclose(value, expected, rtol=1e-4):
@@ -76,10 +94,10 @@ def _compare_residual(args):
 
     def compare(got, expected):
         problem = compare_numeric(got, expected)
-        if problem is None or not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        if problem is None or isinstance(problem, WrongType) or got.shape != expected.shape:
             return problem
         for wrong, message in mistakes:
-            if torch.allclose(got, wrong, rtol=1e-5, atol=1e-6):
+            if torch.allclose(got.detach().to(wrong.dtype), wrong, rtol=1e-5, atol=1e-6):
                 return message
         return problem
     return compare
@@ -90,82 +108,115 @@ def check_residual_forward(fn) -> Feedback:
 
     ``x`` is a batch ``(batch, d)``; weights follow PyTorch's ``nn.Linear`` layout
     ``(out_features, in_features)``, so the layer is ``x @ w1.T + b1``. Cases include a
-    branch wider than the stream (so a forgotten transpose fails) and a zero second
-    layer (the block must then be exactly the identity).
+    branch wider than the stream (so a forgotten transpose fails), a zero second layer
+    (the block must then be exactly the identity, and return a new tensor rather than
+    its input changed in place), and a hidden case of random sizes.
     """
     gen = torch.Generator().manual_seed(1)
 
-    def case(batch, d, hidden, zero_out=False):
-        x = torch.randn(batch, d, generator=gen, dtype=torch.float64)
-        w1 = torch.randn(hidden, d, generator=gen, dtype=torch.float64) / d ** 0.5
-        b1 = torch.randn(hidden, generator=gen, dtype=torch.float64)
-        w2 = torch.randn(d, hidden, generator=gen, dtype=torch.float64) / hidden ** 0.5
-        b2 = torch.randn(d, generator=gen, dtype=torch.float64)
+    def case(batch, d, hidden, zero_out=False, generator=gen):
+        x = torch.randn(batch, d, generator=generator, dtype=torch.float64)
+        w1 = torch.randn(hidden, d, generator=generator, dtype=torch.float64) / d ** 0.5
+        b1 = torch.randn(hidden, generator=generator, dtype=torch.float64)
+        w2 = torch.randn(d, hidden, generator=generator, dtype=torch.float64) / hidden ** 0.5
+        b2 = torch.randn(d, generator=generator, dtype=torch.float64)
         if zero_out:
             w2, b2 = torch.zeros_like(w2), torch.zeros_like(b2)
         return x, w1, b1, w2, b2
 
     shape_hint = ("weights are (out_features, in_features), as in nn.Linear: a layer computes "
                   "x @ w.T + b.")
+    rng = _rng()
+    sizes = [int(rng.integers(1, 9)), int(rng.integers(2, 11)), int(rng.integers(1, 17))]
+    hidden_args = case(*sizes, generator=torch.Generator().manual_seed(int(rng.integers(2 ** 62))))
     cases = []
     for description, args in [
         ("batch of 5, width 4, branch width 4", case(5, 4, 4)),
         ("batch of 3, width 4, branch width 8", case(3, 4, 8)),
         ("a single row, width 6, branch width 12", case(1, 6, 12)),
+        ("hidden random case: batch of {}, width {}, branch width {}".format(*sizes), hidden_args),
     ]:
         cases.append(Case(description, args, _residual_reference(*args), shape_hint,
                           compare=_compare_residual(args)))
     args = case(4, 5, 10, zero_out=True)
-    cases.append(Case("second layer all zeros: the block must return x exactly", args, args[0],
+    cases.append(Case("second layer all zeros: the block must return x exactly", args, args[0].clone(),
                       "with w2 = 0 and b2 = 0 the branch F is 0, so H(x) = x + 0 = x.",
                       compare=_compare_residual(args)))
-    return run_cases("Residual block, forward pass", fn, cases)
+    return run_cases("Residual block, forward pass", fn, cases, off_limits=REFERENCES)
+
+
+def _compare_counts(got, expected) -> str | None:
+    """Compare path counts, naming a missing k = 0, a wrong total or the first wrong count."""
+    values, problem = as_numeric_array(got)
+    if problem:
+        return problem
+    values = values.ravel()
+    n = len(expected) - 1
+    if values.size == n:
+        return (f"returned {values.size} counts; expected {n + 1}: lengths run from k = 0 "
+                "(the path that skips every block) to k = n.")
+    if values.size != n + 1:
+        return f"returned {values.size} counts; expected {n + 1} (k = 0, 1, ..., {n})"
+    if not np.all(np.isfinite(values)):
+        return "returned NaN or infinite counts"
+    if not np.isclose(values.sum(), 2.0 ** n, rtol=1e-9):
+        return (f"the counts add up to {values.sum():.6g}, but there are 2^{n} = {2 ** n} paths "
+                "in all: each block is either taken or skipped.")
+    if not np.allclose(values, expected, rtol=1e-9):
+        k = int(np.argmax(np.abs(values - expected) > 1e-9 * np.abs(expected)))
+        return f"the count for k = {k} is {values[k]:.6g}; expected {expected[k]}."
+    return None
+
+
+FIXED_N = (1, 3, 10, 27)
 
 
 def check_path_counts(fn) -> Feedback:
     """Check a learner's ``fn(n)`` that returns the number of paths of each length ``k = 0..n``
-    through ``n`` residual blocks: the binomial coefficients ``C(n, k)``, summing to ``2^n``."""
+    through ``n`` residual blocks: the binomial coefficients ``C(n, k)``, summing to ``2^n``.
 
-    def compare(got, expected):
-        if got is None:
-            return "returned None: did you forget the `return` statement?"
-        try:
-            values = np.asarray(got, dtype=float).ravel()
-        except (TypeError, ValueError):
-            return f"returned a {type(got).__name__}; expected a list or array of counts"
-        n = len(expected) - 1
-        if values.size == n:
-            return (f"returned {values.size} counts; expected {n + 1}: lengths run from k = 0 "
-                    "(the path that skips every block) to k = n.")
-        if values.size != n + 1:
-            return f"returned {values.size} counts; expected {n + 1} (k = 0, 1, ..., {n})"
-        if not np.isclose(values.sum(), 2.0 ** n, rtol=1e-9):
-            return (f"the counts add up to {values.sum():.6g}, but there are 2^{n} = {2 ** n} paths "
-                    "in all: each block is either taken or skipped.")
-        if not np.allclose(values, expected, rtol=1e-9):
-            k = int(np.argmax(np.abs(values - expected)))
-            return f"the count for k = {k} is {values[k]:.6g}; expected {expected[k]}."
-        return None
-
-    cases = [Case(f"n = {n}", (n,), path_length_counts(n),
-                  "a path of length k chooses which k of the n blocks it goes through.", compare=compare)
-             for n in (1, 3, 10, 27)]
-    return run_cases("Paths of each length", fn, cases)
+    Fixed ``n`` in ``FIXED_N`` (27 is too many paths to enumerate within the time
+    limit), then two hidden ``n`` drawn at random from 2 to 60, so a table of the fixed
+    answers fails."""
+    hint = "a path of length k chooses which k of the n blocks it goes through."
+    rng = _rng()
+    hidden = rng.choice([n for n in range(2, 61) if n not in FIXED_N], size=2, replace=False)
+    cases = [Case(f"n = {n}", (n,), path_length_counts(n), hint, compare=_compare_counts) for n in FIXED_N]
+    cases += [Case(f"hidden random n = {n}", (int(n),), path_length_counts(int(n)), hint, compare=_compare_counts)
+              for n in hidden]
+    return run_cases("Paths of each length", fn, cases, off_limits=REFERENCES)
 
 
-def check_most_harmful_block(fn, model, x, y, *, prediction=None) -> Feedback:
-    """Check ``fn(model, x, y) -> i``, the 0-based index of the block whose deletion raises the
-    test error most, against :func:`helpers.measure.lesion.single_block_lesions`; then say how
-    the learner's ``prediction`` (a 0-based index, made before measuring) fared."""
-    errors = single_block_lesions(model, x, y)
-    worst = int(np.argmax(errors))
+def _net_with_key_block(rng: np.random.Generator, n_blocks: int, key: int):
+    """A residual net of ``n_blocks`` blocks, inputs ``x`` and labels ``y`` such that deleting
+    block ``key`` raises the error most: its branch is large, the others' are small, and
+    ``y`` is the whole net's own prediction. Returns ``(model, x, y, errors)``.
+
+    The net is drawn from ``rng`` without touching PyTorch's global random state."""
+    for _ in range(20):
+        with torch.random.fork_rng(devices=[]):
+            torch.default_generator.manual_seed(int(rng.integers(2 ** 62)))
+            model = DeepMLP(2 * n_blocks + 2, width=16, norm="none")
+            x = torch.randn(256, 64)
+        with torch.no_grad():
+            for i, block in enumerate(model.blocks):
+                block.fc2.weight.mul_(3.0 if i == key else 0.1)
+                block.fc2.bias.zero_()
+            y = model(x).argmax(dim=1)
+        model.eval()
+        errors = single_block_lesions(model, x, y)
+        if int(np.argmax(errors)) == key and np.sum(errors == errors[key]) == 1:
+            return model, x, y, errors
+    raise RuntimeError(f"could not build a net whose block {key} matters most")  # not seen in practice
+
+
+def _compare_block(errors: np.ndarray):
+    """A comparison for a block index, with the error of each deletion in its messages."""
     table = ", ".join(f"{i}: {100 * e:.1f} %" for i, e in enumerate(errors))
 
     def compare(got, expected):
-        if got is None:
-            return "returned None: did you forget the `return` statement?"
         if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
-            return f"returned a {type(got).__name__}; expected a block index (an int)"
+            return WrongType(f"returned a {type(got).__name__}; expected a block index (an int)")
         got = int(got)
         if got == expected + 1:
             return (f"returned {got}, one more than the answer: use the 0-based index that "
@@ -177,18 +228,52 @@ def check_most_harmful_block(fn, model, x, y, *, prediction=None) -> Feedback:
                     f"but deleting block {expected} gives {100 * errors[expected]:.1f} %. "
                     f"Errors by block: {table}.")
         return None
+    return compare
 
-    feedback = run_cases("Which deleted block hurts most", fn, [
-        Case("the block whose deletion raises the test error most", (model, x, y), worst,
-             "delete one block at a time with model(x, skip=[i]) and keep the i with the largest error.",
-             compare=compare)])
+
+def _check_lesion_inputs(model, x, y) -> None:
+    if not callable(model) or not hasattr(model, "blocks"):
+        raise TypeError(f"model must be a net with .blocks (a DeepMLP), got {type(model).__name__}")
+    for name, value in (("x", x), ("y", y)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if len(x) != len(y):
+        raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
+
+
+def check_most_harmful_block(fn, model, x, y, *, prediction=None) -> Feedback:
+    """Check ``fn(model, x, y) -> i``, the 0-based index of the block whose deletion raises the
+    test error most, against :func:`helpers.measure.lesion.single_block_lesions`: on the
+    given net, then on two hidden nets built so that a different, random block matters
+    most (so no constant answer passes). Then say how the learner's ``prediction`` (a
+    0-based index, made before measuring) fared on the given net."""
+    _check_lesion_inputs(model, x, y)
+    errors = single_block_lesions(model, x, y)
+    worst = int(np.argmax(errors))
+    table = ", ".join(f"{i}: {100 * e:.1f} %" for i, e in enumerate(errors))
+    hint = "delete one block at a time with model(x, skip=[i]) and keep the i with the largest error."
+    cases = [Case("the block whose deletion raises the test error most", (model, x, y), worst, hint,
+                  compare=_compare_block(errors))]
+    rng = _rng()
+    n_blocks = int(rng.integers(4, 10))
+    for key in rng.choice(n_blocks, size=2, replace=False):
+        net, x_net, y_net, net_errors = _net_with_key_block(rng, n_blocks, int(key))
+        cases.append(Case(f"hidden test net of {n_blocks} blocks (a different block matters most each time)",
+                          (net, x_net, y_net), int(key), hint, compare=_compare_block(net_errors)))
+    feedback = run_cases("Which deleted block hurts most", fn, cases, off_limits=REFERENCES)
     if prediction is not None:
-        if prediction == worst:
+        is_index = isinstance(prediction, (int, np.integer)) and not isinstance(prediction, (bool, np.bool_))
+        if is_index and prediction == worst:
             feedback.lines.append(f"Your prediction, block {prediction}, was right.")
-        elif isinstance(prediction, (int, np.integer)) and 0 <= prediction < len(errors):
+        elif is_index and 0 <= prediction < len(errors):
             feedback.lines.append(
                 f"You predicted block {prediction} ({100 * errors[prediction]:.1f} % when deleted); the "
                 f"measurement says block {worst} ({100 * errors[worst]:.1f} %). Errors by block: {table}.")
         else:
             feedback.lines.append(f"Your prediction {prediction!r} is not a block index 0 to {len(errors) - 1}.")
     return feedback
+
+
+REFERENCES = (per_layer_factor, path_length_counts, enumerate_path_lengths, single_block_lesions,
+              _residual_reference)
+"""The course's answer keys for chapter 1, off limits while a learner's function is checked."""
