@@ -36,7 +36,7 @@ test: $(STAMP)
 	$(PYTEST) -m "not sweep" tests
 
 sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's) for SEEDS (default 1-9)
-	CHAPTER=$(CHAPTER) SEEDS=$(SEEDS) $(PYTEST) -m sweep tests
+	CHAPTER=$(CHAPTER) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
 
 test-fast: $(STAMP)   ## unit tests only (no notebook execution, site build or browser)
 	$(PYTEST) -m "not slow and not sweep" tests

@@ -1,8 +1,10 @@
 """One call that seeds Python, NumPy and PyTorch, so that a notebook's run is repeatable.
 
 The default seed comes from the ``COURSE_SEED`` environment variable (0 when unset). The
-slow test re-runs every notebook with ``COURSE_SEED`` set to 0, 1, ..., 9 to check that
-each asserted claim is robust rather than lucky.
+site and ``make test`` run every notebook with seed 0; ``make sweep`` re-runs them with
+``COURSE_SEED`` set to 1, ..., 9 to check that each asserted claim is robust rather than
+lucky. A notebook that trains several nets draws their seeds with :func:`seeds_of_run`, so
+no two notebook seeds share a net.
 """
 
 from __future__ import annotations

@@ -84,6 +84,26 @@ def test_glued_numbers_and_solutions_are_rendered(site):
     assert 'class="course-explorer"' in text
 
 
+def test_the_ledger_lists_every_claim_and_links_to_its_cell(site):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from course_ledger import read_ledger, summary
+
+    from helpers.toc import toc_notebooks
+
+    entries = read_ledger(toc_notebooks(ROOT))
+    counts = summary(entries)
+    text = _html(site, "book/appendix/ledger.html")
+    assert f"{counts['claims']} claims</strong>: {counts['holds']} hold as stated" in text
+    for e in entries:
+        assert f"{e.id} " in text, f"ledger row {e.id} is missing"
+        page = str(e.notebook.relative_to(ROOT).with_suffix(".html"))
+        link = re.search(rf'href="([^"]*{re.escape(page.split("/")[-1])}#{e.label})"', text)
+        assert link, f"ledger row {e.id} does not link to its cell on {page}"
+        assert f'id="{e.label}"' in _html(site, page), f"{page} has no anchor {e.label} for claim {e.id}"
+
+
 @pytest.fixture(scope="module")
 def server(site):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
