@@ -1,7 +1,7 @@
 # Two commands on a fresh machine (each sets up .venv first):
 #   make site   build the book into _build/html (warnings are errors)
 #   make test   run every test for seed 0: lint, unit tests, every notebook's claims, the site
-#               build and the browser checks
+#               build, the browser checks and a learner's Run All in JupyterLab
 # and what CI adds (.ci/run):
 #   make sweep  every notebook's claims for seeds 1-9 (CHAPTER=N for one chapter, SEEDS=1-9)
 #

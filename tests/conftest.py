@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from collections import defaultdict
@@ -24,6 +25,7 @@ from sitebuild import TOOLS, build_site, execute_notebooks  # noqa: E402
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
 sys.path.insert(0, str(TOOLS))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 STAGES: dict[str, float] = {}
 FILES: dict[str, float] = defaultdict(float)
 
@@ -59,6 +61,21 @@ def site(site_build):
     log = f"{site_build.stdout[-6000:]}\n{site_build.stderr[-3000:]}"
     assert site_build.returncode == 0, f"site build failed (warnings are errors):\n{log}"
     return ROOT / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium (Debian's package), launched so that it makes no request of its own."""
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chrome = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+            "--no-first-run", "--disable-component-update", "--disable-sync"])
+        yield chrome
+        chrome.close()
 
 
 def pytest_runtest_logreport(report):

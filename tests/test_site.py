@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import http.server
 import re
-import shutil
 import threading
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from helpers.toc import ROOT, toc_files
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = [str(p.relative_to(ROOT).with_suffix(".html")) for p in toc_files(ROOT)]
 EXTERNAL = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["'](?:https?:)?//""", re.I)
 CDN = re.compile(r"unpkg\.com|jsdelivr|cdnjs|googleapis|polyfill\.io|requirejs", re.I)
@@ -113,20 +111,6 @@ def server(site):
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chrome = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-            "--no-first-run", "--disable-component-update", "--disable-sync"])
-        yield chrome
-        chrome.close()
 
 
 @pytest.mark.browser

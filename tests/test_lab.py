@@ -1,0 +1,126 @@
+"""A learner's minute: one notebook, "Run All Cells" in a real JupyterLab, timed, then a click on its explorer.
+
+JupyterLab runs from this environment on a copy of the notebook (so nothing is saved into
+the book), without ``COURSE_STATIC_BUILD``: progress bars and live widgets, as a learner
+sees them. The test fails if a cell errs, if Run All takes far past the 60-second budget
+(the exact figures per notebook are in ``benchmarks/speed.json``), or if clicking an
+explorer's control does not change its figure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.toc import ROOT, toc_notebooks
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+NOTEBOOK = ROOT / "book" / "ch1" / "02_residual_block.ipynb"  # one notebook in make test; ``make benchmark`` runs all
+NOTEBOOKS = toc_notebooks(ROOT) if os.environ.get("COURSE_LAB_NOTEBOOKS") == "all" else [NOTEBOOK]
+BUDGET_S = 60
+TOLERANCE = 1.5  # a loaded test machine may be slower than a learner's laptop; the benchmark keeps the figure
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def notebook(request) -> Path:
+    return request.param
+
+
+@pytest.fixture
+def lab(tmp_path, notebook):
+    """URL of a JupyterLab serving a copy of ``notebook``; stopped afterwards."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(notebook, work / notebook.name)
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    # Render every cell (JupyterLab 4 otherwise leaves cells outside the window out of the page).
+    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    env.update(JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               IPYTHONDIR=str(tmp_path / "ipython"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"))
+    lab_bin = Path(sys.executable).parent / "jupyter-lab"
+    proc = subprocess.Popen(
+        [str(lab_bin), "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.root_dir={work}",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--LabApp.workspaces_dir={tmp_path / 'ws'}",
+         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         "--allow-root"],
+        cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"JupyterLab did not start:\n{proc.stderr.read()[-3000:]}")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_a_learner_runs_a_notebook_in_jupyterlab(browser, lab, notebook):
+    tab = browser.new_page(viewport={"width": 1280, "height": 900})
+    tab.set_default_timeout(60_000)
+    tab.goto(f"{lab}/lab/tree/{notebook.name}")
+    tab.wait_for_selector(".jp-Notebook .jp-CodeCell")
+    tab.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    n_code = sum(c.cell_type == "code" for c in nbformat.read(notebook, as_version=4).cells)
+    tab.wait_for_function(f"() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length === {n_code}")
+
+    prompts = "() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')).map(p => p.textContent)"
+    for _ in range(10):  # the menu command does nothing until the kernel's session is ready: try again
+        start = time.monotonic()
+        tab.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        tab.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        time.sleep(1)
+        if any(p.strip() != "[ ]:" for p in tab.evaluate(prompts)):
+            break
+        tab.keyboard.press("Escape")
+        time.sleep(2)
+    deadline = start + 3 * BUDGET_S
+    while sum(bool(re.fullmatch(r"\[\d+\]:?", p.strip())) for p in tab.evaluate(prompts)) < n_code:
+        assert time.monotonic() < deadline, f"Run All did not finish in {3 * BUDGET_S} s: {tab.evaluate(prompts)}"
+        time.sleep(0.25)
+    seconds = time.monotonic() - start
+    print(f"Run All Cells in JupyterLab: {seconds:.1f} s for {n_code} code cells of {notebook.name}")
+
+    errors = tab.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
+    assert errors.count() == 0, f"cells with errors:\n{errors.first.inner_text()[:2000]}"
+    assert seconds < TOLERANCE * BUDGET_S, f"Run All took {seconds:.0f} s (budget {BUDGET_S} s)"
+
+    # The first exploration is a live widget: a second toggle changes its figure.
+    widget = tab.locator(".jupyter-widgets.widget-vbox").first
+    widget.scroll_into_view_if_needed()
+    image = widget.locator("img").first
+    image.wait_for()
+    before = image.get_attribute("src")
+    widget.locator(".widget-toggle-button").nth(1).click()
+    deadline = time.monotonic() + 20
+    while widget.locator("img").first.get_attribute("src") == before and time.monotonic() < deadline:
+        time.sleep(0.2)  # the kernel answers the click by redrawing the output
+    after = widget.locator("img").first.get_attribute("src")
+    tab.close()
+    assert after != before, "clicking the explorer's second option did not change its figure"
