@@ -58,3 +58,23 @@ def test_bad_arguments_are_named(monkeypatch):
         default_workers()
     monkeypatch.setenv("COURSE_WORKERS", "3")
     assert default_workers() == 3
+
+
+def test_twins_trained_one_net_per_job_are_the_twins_trained_together():
+    """train_twins_for_seeds splits each seed's pair into two jobs; the nets are the same, bit for bit."""
+    from helpers.experiments.twins import train_twin
+
+    data = helpers.data.digits()
+    together = {}
+    helpers.seed_everything(3)
+    residual = helpers.models.DeepMLP(6, 32, kind="residual", in_features=data.n_features, n_classes=data.n_classes)
+    plain = residual.twin()
+    for model in (plain, residual):
+        helpers.training.fit(model, data.x_train, data.y_train, epochs=1, lr=0.05, seed=3, progress=False)
+        together[model.kind] = model
+    for kind in ("plain", "residual"):
+        alone, _ = train_twin(data, 6, kind, seed=3, epochs=1)
+        a, b = alone.state_dict(), together[kind].state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a), kind
+    with pytest.raises(ValueError, match="kind"):
+        train_twin(data, 6, "dense", seed=3, epochs=1)

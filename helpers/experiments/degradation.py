@@ -1,6 +1,6 @@
 """Claim 1.1: deeper plain nets reach a higher *training* error; their residual twins do not.
 
-One recipe for every net (:func:`helpers.experiments.twins.train_twins`): for each
+One recipe for every net (:func:`helpers.experiments.twins.train_twin`): for each
 depth and seed, a plain net and its residual twin start from exactly the same weights.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 from .._checks import non_empty, positive_int
 from ..measure.lesion import error_rate
 from ..parallel import run_all
-from .twins import train_twins
+from .twins import train_twin
 
 KINDS = ("plain", "residual")
 
@@ -42,12 +42,11 @@ class DegradationResult:
         return float(self.test_error[kind, depth].mean())
 
 
-def _train_and_measure(data, depth: int, seed: int, **recipe) -> dict:
-    """One depth and seed: ``{kind: (training-error curve, final train error, final test error)}``."""
-    twins = train_twins(data, depth, seed=seed, **recipe)
-    return {kind: (hist.train_error, error_rate(model, data.x_train, data.y_train),
-                   error_rate(model, data.x_test, data.y_test))
-            for kind, (model, hist) in twins.items()}
+def _train_and_measure(data, depth: int, kind: str, seed: int, **recipe) -> tuple:
+    """One net: ``(training-error curve, final train error, final test error)``."""
+    model, hist = train_twin(data, depth, kind, seed=seed, **recipe)
+    return (hist.train_error, error_rate(model, data.x_train, data.y_train),
+            error_rate(model, data.x_test, data.y_test))
 
 
 def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), width: int = 32,
@@ -63,14 +62,16 @@ def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), width: int = 3
     seeds = tuple(positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds))
     epochs = positive_int("epochs", epochs)
     recipe = dict(width=width, epochs=epochs, lr=lr, batch_size=batch_size)
-    runs = sorted(((d, s) for d in depths for s in seeds), key=lambda r: -r[0])  # longest runs first
-    measured = run_all(_train_and_measure, [dict(data=data, depth=d, seed=s, **recipe) for d, s in runs],
-                       workers=workers, progress=progress, description="depth x seed")
+    # One job per net, the deepest first, so that two cores finish at about the same time.
+    runs = sorted(((d, k, s) for d in depths for k in KINDS for s in seeds), key=lambda r: -r[0])
+    measured = run_all(_train_and_measure, [dict(data=data, depth=d, kind=k, seed=s, **recipe) for d, k, s in runs],
+                       workers=workers, progress=progress, description="nets")
     by_run = dict(zip(runs, measured))
     curves, train_err, test_err = {}, {}, {}
     for depth in depths:
         for seed in seeds:
-            for kind, (curve, train, test) in by_run[depth, seed].items():
+            for kind in KINDS:
+                curve, train, test = by_run[depth, kind, seed]
                 curves.setdefault((kind, depth), []).append(curve)
                 train_err.setdefault((kind, depth), []).append(train)
                 test_err.setdefault((kind, depth), []).append(test)
