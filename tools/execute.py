@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
-CACHE = ROOT / "_build" / ".jupyter_cache"  # where ``jupyter-book build .`` looks (_config.yml: execute.cache)
+CACHE = ROOT / "_build" / ".jupyter_cache"  # jupyter-book's default cache for ``jupyter-book build .``
 FINGERPRINT_FILE = "course-fingerprint"
 TIMEOUT = 600  # seconds per cell; a notebook's budget is 60 s in all
 # The environment of a site build's kernels: seed 0, no progress bars, every run in the kernel's
@@ -91,10 +91,12 @@ def execute_book(notebooks=None, cache_path: Path = CACHE) -> dict[Path, str | N
 
 @contextmanager
 def site_environment():
-    """Set :data:`SITE_ENVIRONMENT` (and unset the claims-only switch) for the duration."""
+    """Set :data:`SITE_ENVIRONMENT` for the duration; unset the claims-only switch and any
+    ``MPLBACKEND`` (the kernels must keep Jupyter's inline backend, or no figure is shown)."""
     saved = dict(os.environ)
     os.environ.update(SITE_ENVIRONMENT)
-    os.environ.pop("COURSE_CLAIMS_ONLY", None)
+    for name in ("COURSE_CLAIMS_ONLY", "MPLBACKEND"):
+        os.environ.pop(name, None)
     try:
         yield
     finally:
