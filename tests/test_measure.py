@@ -87,9 +87,13 @@ def test_residual_jacobian_is_identity_plus_branch():
     sv_res = jacobian_singular_values(block, x)
     block.residual = False
     sv_plain = jacobian_singular_values(block, x)
+    # The residual block's Jacobian is I plus the plain block's (the same weights), not just any matrix.
+    j_plain = torch.autograd.functional.jacobian(block, x)
+    np.testing.assert_allclose(sv_plain.numpy(), torch.linalg.svdvals(j_plain).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(sv_res.numpy(), torch.linalg.svdvals(torch.eye(6) + j_plain).numpy(), rtol=1e-5)
+    assert not np.allclose(sv_res.numpy(), sv_plain.numpy(), atol=1e-2)
     zero = Block(6, norm="none", order="pre", zero_init_branch=True)
     np.testing.assert_allclose(jacobian_singular_values(zero, x).numpy(), np.ones(6), atol=1e-6)
-    assert sv_res.shape == sv_plain.shape == (6,)
     with pytest.raises(ValueError, match="1-D"):
         jacobian_singular_values(block, torch.randn(2, 6))
 
