@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,11 +50,15 @@ class Entry:
     verdict: str = ""
     caveat: str = ""
     quote: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def label(self) -> str:
-        return "claim-" + re.sub(r"[^0-9a-z]+", "-", self.id.lower()).strip("-")
+        return label_of(self.id)
+
+
+def label_of(claim_id) -> str:
+    """The anchor and label of a claim cell: ``"1.1a"`` -> ``"claim-1-1a"``."""
+    return "claim-" + re.sub(r"[^0-9a-z]+", "-", str(claim_id).lower()).strip("-")
 
 
 def _asserts(source: str) -> list[str]:
@@ -116,12 +121,10 @@ def read_ledger(notebooks) -> list[Entry]:
                 elif len(metas) > 1:
                     _require(False, where, f"{meta['id']}: a cell with several entries must say which "
                              "asserts are whose ('asserts': [indices])")
-                known = {"id", "kind", "claim", "verdict", "caveat", "quote", "number", "asserts"}
                 entries.append(Entry(
                     id=str(meta["id"]), kind=meta["kind"], claim=meta["claim"], notebook=path, cell=index,
                     asserts=asserts, number=number, verdict=meta.get("verdict", ""),
-                    caveat=meta.get("caveat", ""), quote=meta.get("quote", ""),
-                    extra={k: v for k, v in meta.items() if k not in known}))
+                    caveat=meta.get("caveat", ""), quote=meta.get("quote", "")))
     seen: dict[str, Entry] = {}
     for entry in entries:
         if entry.id in seen:
@@ -158,7 +161,7 @@ def ledger_markdown(entries: list[Entry], page: Path) -> str:
             continue
         lines += [f"## {heading}", ""]
         for e in rows:
-            rel = Path(_relpath(e.notebook, page.parent)).as_posix()
+            rel = Path(os.path.relpath(e.notebook, page.parent)).as_posix()
             verdict = e.verdict if kind == "claim" else "check"
             lines += [
                 f"### {e.id} · {verdict}",
@@ -186,12 +189,6 @@ def ledger_markdown(entries: list[Entry], page: Path) -> str:
     return "\n".join(lines)
 
 
-def _relpath(target: Path, start: Path) -> str:
-    import os
-
-    return os.path.relpath(target, start)
-
-
 # --- Sphinx -----------------------------------------------------------------------------
 
 def _book_notebooks(app) -> list[Path]:
@@ -210,7 +207,7 @@ def _anchor_claim_cells(app, doctree) -> None:
         for meta in metas:
             if not isinstance(meta, dict) or "id" not in meta:
                 continue
-            label = Entry(str(meta["id"]), "", "", Path(), 0, [], {}).label
+            label = label_of(meta["id"])
             node["ids"].append(label)
             std.anonlabels[label] = (app.env.docname, label)
             std.labels[label] = (app.env.docname, label, f"claim {meta['id']}")

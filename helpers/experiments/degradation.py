@@ -13,9 +13,7 @@ import numpy as np
 from .._checks import non_empty, positive_int
 from ..measure.lesion import error_rate
 from ..parallel import run_all
-from .twins import train_twin
-
-KINDS = ("plain", "residual")
+from .twins import KINDS, train_twin
 
 
 @dataclass

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import html
 import inspect
 import textwrap
 from collections.abc import Callable
@@ -94,17 +95,13 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         color = "#1b9e77" if self.passed else "#d95f02"
-        items = "".join(f"<li>{_escape(line)}</li>" for line in self.lines)
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
         status = "all checks passed" if self.passed else "not yet"
         return (f'<div class="course-feedback" style="border-left:4px solid {color};padding-left:8px">'
-                f"<strong>{_escape(self.exercise)}: {status}.</strong><ul>{items}</ul></div>")
+                f"<strong>{html.escape(self.exercise)}: {status}.</strong><ul>{items}</ul></div>")
 
     def __bool__(self) -> bool:
         return self.passed
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _is_placeholder_statement(node: ast.stmt) -> bool:
