@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from helpers.grading import check_path_counts, check_per_layer_factor, check_residual_forward
+from helpers.grading import check_best_rate, check_path_counts, check_per_layer_factor, check_residual_forward
 from helpers.student import make_student_edition, strip_solutions
 from helpers.toc import ROOT, toc_files, toc_notebooks
 
@@ -81,12 +81,28 @@ def test_student_edition_has_no_solutions_and_its_checkers_report_unfinished_wor
 
 
 SOLUTION_CODE = {
-    "01_degradation.ipynb": "np.polyfit",
-    "02_residual_block.ipynb": "return x + branch",
-    "03_why_it_works.ipynb": "comb(n, k) for k",
+    "01_degradation.ipynb": "np.mean(errors_by_rate[lr])",
+    "02_vanishing_gradients.ipynb": "np.polyfit",
+    "03_residual_block.ipynb": "return x + branch",
+    "04_why_it_works.ipynb": "comb(n, k) for k",
 }
 STARTERS = {
-    "01_degradation.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
-    "02_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
-    "03_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
+    "01_degradation.ipynb": ("def my_best_rate", check_best_rate, "not implemented yet"),
+    "02_vanishing_gradients.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
+    "03_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
+    "04_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
 }
+
+
+def test_every_module_of_helpers_is_on_the_api_page():
+    """A new module must be documented: its docstrings are the reference the notebooks link to."""
+    import pkgutil
+
+    import helpers
+
+    api = (ROOT / "book" / "appendix" / "api.md").read_text(encoding="utf-8")
+    # Packages re-export their modules; private modules and the build's TOC reader are not course API.
+    missing = [m.name for m in pkgutil.walk_packages(helpers.__path__, "helpers.")
+               if not m.ispkg and m.name not in ("helpers._checks", "helpers.toc")
+               and f"automodule:: {m.name}\n" not in api]
+    assert not missing, f"add these modules to book/appendix/api.md: {missing}"

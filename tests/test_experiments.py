@@ -6,7 +6,7 @@ import torch
 
 from helpers import experiments
 from helpers.data import digits
-from helpers.history import IMAGENET_TOP5
+from helpers.history import IMAGENET_TOP5, Entry, series
 from helpers.measure.branches import branch_ratios
 from helpers.models import Block, stack_twins
 
@@ -65,6 +65,41 @@ def test_norm_order_profiles_one_entry_per_layer():
     assert all(len(p) == 3 and np.all(p.weight > 0) for p in profiles.values())
 
 
+def test_norm_order_seeds_draw_their_own_nets(monkeypatch):
+    from helpers.experiments import norm_order
+
+    used, real = [], norm_order.seed_everything
+    monkeypatch.setattr(norm_order, "seed_everything", lambda s: used.append(s) or real(s))
+    norm_order.norm_order_profiles(2, seed=1, d_model=16, d_ff=32, batch=8, n_inits=2)
+    # Seed 1 draws nets 2 and 3 for both orders (seed 0 draws 0 and 1): no net is shared.
+    assert used == [2, 3, 2, 3]
+
+
+def test_norm_order_by_depth_and_its_summaries():
+    result = experiments.norm_order_by_depth((2, 4), d_model=16, d_ff=32, batch=8, n_inits=1)
+    assert result.depths == (2, 4) and set(result.profiles) == {2, 4}
+    assert [len(result.profiles[n]["Post-LN"]) for n in (2, 4)] == [2, 4]
+    post, pre = result.last("Post-LN"), result.last("Pre-LN")
+    assert post[1] == result.profiles[4]["Post-LN"].weight[-1]
+    np.testing.assert_allclose(result.last_ratio(), post / pre)
+    assert result.first_to_last("Pre-LN")[0] == pytest.approx(
+        result.profiles[2]["Pre-LN"].weight[-1] / result.profiles[2]["Pre-LN"].weight[0])
+    for bad in ((4,), (4, 2), (2, 2)):
+        with pytest.raises(ValueError, match="increasing"):
+            experiments.norm_order_by_depth(bad, n_inits=1)
+
+
+def test_depth_exponent_fits_a_power_law():
+    depths = np.array([6, 12, 24])
+    assert experiments.depth_exponent(depths, 3 * depths ** 0.5) == pytest.approx(0.5)
+    assert experiments.depth_exponent(depths, 3 * depths ** -0.5) == pytest.approx(-0.5)
+    assert experiments.depth_exponent(depths, [2.0, 2.0, 2.0]) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="positive"):
+        experiments.depth_exponent(depths, [1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="equal length"):
+        experiments.depth_exponent(depths, [1.0, 2.0])
+
+
 def test_train_twins_and_lesions():
     data = digits()
     twins = experiments.train_twins(data, 6, seed=0, epochs=2)
@@ -78,10 +113,21 @@ def test_train_twins_and_lesions():
     assert fig.axes[1].get_title()
 
 
-def test_imagenet_history_is_sourced_and_falls():
-    errors = [e.top5_error for e in IMAGENET_TOP5]
+def test_imagenet_history_is_sourced_and_keeps_kinds_apart():
+    assert all(e.cite and e.table and e.note for e in IMAGENET_TOP5)
+    assert [(e.year, e.top5_error) for e in IMAGENET_TOP5] == sorted(
+        ((e.year, e.top5_error) for e in IMAGENET_TOP5), key=lambda t: (t[0], -t[1]))
+    ensembles = series()
+    assert ensembles and all(e.ensemble and e.split == "test" for e in ensembles)
+    errors = [e.top5_error for e in ensembles]
     assert errors == sorted(errors, reverse=True)
-    assert all(e.cite and e.note for e in IMAGENET_TOP5)
+    single = series(split="validation", ensemble=False)
+    assert [e.name for e in single] == ["ResNet-152"] and single[0].kind == "single model, validation"
+    assert set(ensembles) | set(single) == set(IMAGENET_TOP5)
+    with pytest.raises(ValueError, match="split"):
+        Entry(2015, "X", None, 1.0, "train", True, "key", "Table 1", "note")
+    with pytest.raises(ValueError, match="split"):
+        series(split="val")
 
 
 def test_net_branch_ratios_follow_the_forward_pass():

@@ -157,3 +157,16 @@ def test_sharpness_of_a_parabola():
         sharpness(a, a**2, radius=2.0)
     with pytest.raises(ValueError, match="increasing"):
         sharpness(a[::-1], a**2)
+
+
+def test_best_setting_compares_means_not_single_runs():
+    from helpers.measure import best_setting
+
+    assert best_setting({0.01: [0.05, 0.6, 0.6], 0.05: [0.2, 0.2, 0.2]}) == 0.05
+    assert best_setting({"a": [0.1], "b": [0.1]}) == "a"  # a tie goes to the first
+    with pytest.raises(ValueError, match="at least one"):
+        best_setting({})
+    with pytest.raises(ValueError, match=r"errors_by_setting\[0.1\]"):
+        best_setting({0.1: [float("nan")]})
+    with pytest.raises(TypeError, match="errors_by_setting"):
+        best_setting([0.1, 0.2])

@@ -122,3 +122,34 @@ def test_house_style_keeps_the_interactive_flag_that_jupyter_sets():
         assert matplotlib.is_interactive()
     finally:
         matplotlib.interactive(False)
+
+
+def test_imagenet_history_marks_single_models_and_kinds():
+    from helpers.history import IMAGENET_TOP5
+
+    fig = plots.imagenet_history(IMAGENET_TOP5, title="A finding")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == len(IMAGENET_TOP5) and "(single model, validation)" in labels[1]
+    hatched = [p.get_hatch() for p in ax.patches]
+    assert hatched.count("///") == sum(not e.ensemble for e in IMAGENET_TOP5)
+    with pytest.raises(ValueError, match="empty"):
+        plots.imagenet_history([], title="A finding")
+    plt.close(fig)
+
+
+def test_norm_order_by_depth_draws_profiles_and_the_last_layer():
+    from helpers.measure.gradients import GradientProfile
+
+    def profile(values):
+        values = np.asarray(values, dtype=float)
+        return GradientProfile(tuple(f"layer {i}" for i in range(len(values))), values, values, 1.0)
+
+    data = {n: {"Post-LN": profile(np.ones(n)), "Pre-LN": profile(np.full(n, 0.5))} for n in (2, 4)}
+    fig = plots.norm_order_by_depth(data, title="A finding")
+    left, right = fig.axes[:2]
+    assert len(left.get_lines()) == 4 and len(right.get_lines()) == 4  # measured + guide per order
+    assert left.get_title() and right.get_title()
+    with pytest.raises(ValueError, match="two depths"):
+        plots.norm_order_by_depth({2: data[2]}, title="A finding")
+    plt.close(fig)

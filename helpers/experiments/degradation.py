@@ -1,7 +1,9 @@
 """Claim 1.1: deeper plain nets reach a higher *training* error; their residual twins do not.
 
-One recipe for every net (:func:`helpers.experiments.twins.train_twin`): for each
-depth and seed, a plain net and its residual twin start from exactly the same weights.
+One recipe for every net (:mod:`helpers.experiments.twins`): for each depth and seed, a
+plain net and its residual twin start from exactly the same weights. To rule out that the
+plain nets only fail at the recipe's learning rate, every net is also trained at each rate
+of a small grid, from the same initial weights, and compared at its *best* rate.
 """
 
 from __future__ import annotations
@@ -10,69 +12,83 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import non_empty, positive_int
+from .._checks import non_empty, positive_int, real_number
 from ..measure.lesion import error_rate
+from ..measure.tuning import best_setting
 from ..parallel import run_all
-from .twins import KINDS, train_twin
+from .twins import KINDS, train_twin_group
 
 
 @dataclass
 class DegradationResult:
-    """Training curves and final errors of plain and residual nets, per depth and seed.
+    """Training curves and final errors of plain and residual nets, per depth, learning rate and seed.
 
-    ``curves[kind, depth]`` is an array (seeds x epochs) of per-epoch training error;
-    ``train_error`` and ``test_error`` ``[kind, depth]`` are arrays over seeds of the final
-    error on the whole training / test set (eval mode). Errors are fractions in [0, 1].
+    ``curves[kind, depth, lr]`` is an array (seeds x epochs) of per-epoch training error;
+    ``train_error`` and ``test_error`` ``[kind, depth, lr]`` are arrays over seeds of the
+    final error on the whole training / test set (eval mode). Errors are fractions in
+    [0, 1]. ``lr`` is the recipe's learning rate, ``lrs`` the grid swept.
     """
 
     depths: tuple[int, ...]
     seeds: tuple[int, ...]
     epochs: int
+    lr: float
+    lrs: tuple[float, ...]
     curves: dict
     train_error: dict
     test_error: dict
     kinds: tuple[str, ...] = KINDS
 
-    def mean_train_error(self, kind: str, depth: int) -> float:
-        return float(self.train_error[kind, depth].mean())
+    def mean_train_error(self, kind: str, depth: int, lr: float | None = None) -> float:
+        """Mean over seeds of the final training error, at ``lr`` (default: the recipe's)."""
+        return float(self.train_error[kind, depth, self.lr if lr is None else lr].mean())
 
-    def mean_test_error(self, kind: str, depth: int) -> float:
-        return float(self.test_error[kind, depth].mean())
+    def mean_test_error(self, kind: str, depth: int, lr: float | None = None) -> float:
+        return float(self.test_error[kind, depth, self.lr if lr is None else lr].mean())
+
+    def best_lr(self, kind: str, depth: int) -> float:
+        """The learning rate of the grid with the lowest mean training error over seeds for this
+        kind and depth (:func:`helpers.measure.tuning.best_setting`)."""
+        return best_setting({lr: self.train_error[kind, depth, lr] for lr in self.lrs})
+
+    def best_train_error(self, kind: str, depth: int) -> float:
+        return self.mean_train_error(kind, depth, self.best_lr(kind, depth))
 
 
-def _train_and_measure(data, depth: int, kind: str, seed: int, **recipe) -> tuple:
-    """One net: ``(training-error curve, final train error, final test error)``."""
-    model, hist = train_twin(data, depth, kind, seed=seed, **recipe)
-    return (hist.train_error, error_rate(model, data.x_train, data.y_train),
-            error_rate(model, data.x_test, data.y_test))
+def _train_and_measure(data, depth: int, seeds, lrs, **recipe) -> dict:
+    """Every net of one depth: ``{(kind, seed, lr): (training-error curve, final train error, final test error)}``."""
+    group = train_twin_group(data, depth, seeds, lrs=lrs, progress=False, **recipe)
+    return {key: (hist.train_error, error_rate(model, data.x_train, data.y_train),
+                  error_rate(model, data.x_test, data.y_test)) for key, (model, hist) in group.items()}
 
 
-def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), width: int = 32,
-                    epochs: int = 30, lr: float = 0.05, batch_size: int = 128,
+def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), lr: float = 0.05, lrs=None,
+                    width: int = 32, epochs: int = 30, batch_size: int = 128,
                     progress: bool | None = None, workers: int | None = None) -> DegradationResult:
-    """Train a plain and a residual :class:`~helpers.models.mlp.DeepMLP` for each depth and seed.
+    """Train a plain and a residual :class:`~helpers.models.mlp.DeepMLP` for each depth, seed
+    and learning rate of ``lrs`` (default: only ``lr``, the recipe's; ``lr`` is added to ``lrs``).
 
-    The runs are independent and go side by side on the available cores
-    (:func:`helpers.parallel.run_all`); each seeds itself, so the result does not depend
-    on ``workers``.
+    The nets of one depth train together (:func:`helpers.experiments.twins.train_twin_group`);
+    the depths go side by side on the available cores (:func:`helpers.parallel.run_all`).
+    Every net seeds itself, so the result does not depend on ``workers``.
     """
     depths = tuple(positive_int("depths[i]", d, minimum=4) for d in non_empty("depths", depths))
     seeds = tuple(positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds))
+    lr = real_number("lr", lr, low=0.0, low_inclusive=False)
+    lrs = tuple(sorted({lr, *(real_number("lrs[i]", v, low=0.0, low_inclusive=False)
+                              for v in non_empty("lrs", (lr,) if lrs is None else lrs))}))
     epochs = positive_int("epochs", epochs)
-    recipe = dict(width=width, epochs=epochs, lr=lr, batch_size=batch_size)
-    # One job per net, the deepest first, so that two cores finish at about the same time.
-    runs = sorted(((d, k, s) for d in depths for k in KINDS for s in seeds), key=lambda r: -r[0])
-    measured = run_all(_train_and_measure, [dict(data=data, depth=d, kind=k, seed=s, **recipe) for d, k, s in runs],
-                       workers=workers, progress=progress, description="nets")
-    by_run = dict(zip(runs, measured))
+    recipe = dict(width=width, epochs=epochs, batch_size=batch_size)
+    # One job per depth, the deepest first, so that two cores finish at about the same time.
+    order = sorted(depths, reverse=True)
+    measured = run_all(_train_and_measure, [dict(data=data, depth=d, seeds=seeds, lrs=lrs, **recipe) for d in order],
+                       workers=workers, progress=progress, description="depths")
     curves, train_err, test_err = {}, {}, {}
-    for depth in depths:
-        for seed in seeds:
-            for kind in KINDS:
-                curve, train, test = by_run[depth, kind, seed]
-                curves.setdefault((kind, depth), []).append(curve)
-                train_err.setdefault((kind, depth), []).append(train)
-                test_err.setdefault((kind, depth), []).append(test)
-    as_arrays = lambda d: {k: np.array(v) for k, v in d.items()}  # noqa: E731
-    return DegradationResult(depths, seeds, epochs, as_arrays(curves), as_arrays(train_err),
-                             as_arrays(test_err))
+    for depth, by_net in zip(order, measured):
+        for kind in KINDS:
+            for rate in lrs:
+                runs = [by_net[kind, seed, rate] for seed in seeds]
+                curves[kind, depth, rate] = np.array([r[0] for r in runs])
+                train_err[kind, depth, rate] = np.array([r[1] for r in runs])
+                test_err[kind, depth, rate] = np.array([r[2] for r in runs])
+    return DegradationResult(depths, seeds, epochs, lr, lrs, curves, train_err, test_err)

@@ -15,6 +15,7 @@ import torch
 from ..measure.gradients import per_layer_factor
 from ..measure.lesion import single_block_lesions
 from ..measure.paths import enumerate_path_lengths, path_length_counts
+from ..measure.tuning import best_setting
 from ..models.mlp import DeepMLP
 from .base import Case, Feedback, compare_numeric, run_cases
 from .values import WrongType, as_number, as_numeric_array
@@ -74,6 +75,66 @@ def _compare_factor(got, expected) -> str | None:
     if not np.isclose(value, expected, rtol=1e-4):
         return f"returned {value:.4g}; expected {expected:.4g}."
     return None
+
+
+def _compare_rate(table: dict):
+    """A comparison that names the usual wrong answers: an error instead of a rate, the worst
+    rate, or the rate of the luckiest single seed."""
+    means = {lr: float(np.mean(v)) for lr, v in table.items()}
+    worst = max(means, key=means.get)
+    luckiest = min(table, key=lambda lr: float(np.min(table[lr])))
+
+    def compare(got, expected) -> str | None:
+        value, problem = as_number(got)
+        if problem:
+            return problem
+        if np.isclose(value, expected):
+            return None
+        if not any(np.isclose(value, lr) for lr in table):
+            if any(np.isclose(value, e) for v in table.values() for e in [*np.ravel(v), np.mean(v)]):
+                return f"returned {value:.4g}, which is an error, not one of the learning rates {sorted(table)}."
+            return f"returned {value:.4g}, which is not one of the learning rates {sorted(table)}."
+        if np.isclose(value, luckiest):
+            return (f"returned {value:g}, the rate of the single best seed; average over the seeds instead "
+                    "(one lucky seed is not a better rate).")
+        if np.isclose(value, worst):
+            return f"returned {value:g}, the rate with the *highest* mean error; the best has the lowest."
+        return f"returned {value:g}; the lowest mean error is at {expected:g}."
+    return compare
+
+
+def _random_table(rng: np.random.Generator) -> dict:
+    """Learning rate -> per-seed errors, with one clearly best mean and a lucky seed elsewhere."""
+    rates = sorted(float(r) for r in rng.choice([0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5], size=int(rng.integers(3, 7)),
+                                                 replace=False))
+    n_seeds = int(rng.integers(2, 6))
+    means = rng.uniform(0.1, 0.9, len(rates))
+    best = int(rng.integers(len(rates)))
+    means[best] = means.min() - 0.08
+    table = {lr: np.clip(m + rng.normal(0, 0.01, n_seeds), 0, 1) for lr, m in zip(rates, means)}
+    others = [lr for i, lr in enumerate(rates) if i != best]
+    lucky = others[int(rng.integers(len(others)))]
+    table[lucky][0] = max(0.0, table[rates[best]].min() - 0.05)  # one lucky seed beats every run of the best rate
+    return {lr: [float(e) for e in v] for lr, v in table.items()}
+
+
+def check_best_rate(fn) -> Feedback:
+    """Check a learner's ``fn(errors_by_rate) -> lr``: the learning rate whose runs have the
+    lowest mean final error (:func:`helpers.measure.tuning.best_setting`).
+
+    Known answers (a clear winner, a lucky single seed at a worse rate, one seed only), then
+    two hidden random tables; the answer must be one of the rates, as a number."""
+    hint = "average each rate's errors over its seeds, then pick the rate with the lowest mean."
+    fixed = [
+        ("two rates, one clearly better", {0.01: [0.5, 0.52, 0.48], 0.1: [0.2, 0.22, 0.18]}),
+        ("a lucky seed at a worse rate", {0.01: [0.05, 0.6, 0.62], 0.05: [0.2, 0.21, 0.19], 0.1: [0.4, 0.41, 0.39]}),
+        ("one seed per rate", {0.02: [0.3], 0.05: [0.1], 0.1: [0.7]}),
+    ]
+    hidden = _rng()
+    fixed += [("hidden random table", _random_table(hidden)) for _ in range(2)]
+    cases = [Case(f"{name}: {len(table)} rates, {len(next(iter(table.values())))} seed(s) each", (table,),
+                  best_setting(table), hint, compare=_compare_rate(table)) for name, table in fixed]
+    return run_cases("Best learning rate", fn, cases, off_limits=REFERENCES)
 
 
 def _residual_reference(x, w1, b1, w2, b2):
@@ -275,5 +336,5 @@ def check_most_harmful_block(fn, model, x, y, *, prediction=None) -> Feedback:
 
 
 REFERENCES = (per_layer_factor, path_length_counts, enumerate_path_lengths, single_block_lesions,
-              _residual_reference)
+              best_setting, _residual_reference)
 """The course's answer keys for chapter 1, off limits while a learner's function is checked."""

@@ -7,10 +7,11 @@ from .jacobian import jacobian_singular_values
 from .landscape import filter_normalised_direction, loss_slice_1d, loss_surface_2d, sharpness
 from .lesion import error_rate, random_lesions, single_block_lesions
 from .paths import enumerate_path_lengths, path_length_counts
+from .tuning import best_setting
 
 __all__ = [
     "activation_stats", "branch_ratios", "net_branch_ratios", "filter_normalised_direction", "loss_slice_1d",
     "loss_surface_2d", "sharpness", "GradientProfile", "gradient_profile", "per_layer_factor",
     "jacobian_singular_values", "error_rate", "random_lesions", "single_block_lesions",
-    "enumerate_path_lengths", "path_length_counts",
+    "enumerate_path_lengths", "path_length_counts", "best_setting",
 ]

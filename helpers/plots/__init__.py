@@ -4,16 +4,17 @@ Plain nets are always orange and residual nets always green; every figure has a 
 that states its finding and labelled axes with units.
 """
 
-from .gradients import gradient_profiles, singular_value_histograms
+from .gradients import gradient_profiles, norm_order_by_depth, singular_value_histograms
 from .history import imagenet_history
 from .landscape import loss_slices, loss_surfaces
 from .lesion import lesion_by_block, lesion_by_count, lesion_frame, path_lengths
 from .style import COLORS, band, finish, house_style, new_figure, to_png
-from .training import identity_race, training_curves
+from .training import identity_race, learning_rate_sweep, training_curves
 
 __all__ = [
     "COLORS", "band", "finish", "house_style", "new_figure", "to_png",
-    "training_curves", "identity_race", "gradient_profiles", "singular_value_histograms",
+    "training_curves", "learning_rate_sweep", "identity_race", "gradient_profiles", "norm_order_by_depth",
+    "singular_value_histograms",
     "imagenet_history", "loss_slices", "loss_surfaces", "path_lengths", "lesion_by_block",
     "lesion_by_count", "lesion_frame",
 ]

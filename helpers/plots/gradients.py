@@ -50,3 +50,45 @@ def singular_value_histograms(spectra: dict, *, title: str, bins=None):
                legend=False)
     fig.suptitle(title, fontweight="bold")
     return fig
+
+
+def norm_order_by_depth(profiles: dict, *, title: str, orders=("Post-LN", "Pre-LN")):
+    """Post-LN vs Pre-LN at several depths, in two panels.
+
+    ``profiles`` maps a depth ``N`` to ``{"Post-LN": profile, "Pre-LN": profile}``
+    (:class:`helpers.measure.gradients.GradientProfile`). Left: each layer's weight
+    gradient norm against its layer index, one line per order and depth (colour: order;
+    line style: depth). Right: the last layer's gradient norm against ``N`` on log-log
+    axes, with dotted guides from the shallowest depth at the slopes Xiong et al.'s
+    Theorem 1 gives (Post-LN: independent of ``N``; Pre-LN: like ``1/sqrt(N)``).
+    """
+    depths = sorted(profiles)
+    if len(depths) < 2:
+        raise ValueError(f"profiles must hold at least two depths, got {depths}")
+    fig, (left, right) = new_figure(ncols=2, width=10.0, height=4.4)
+    slopes = {"Post-LN": 0.0, "Pre-LN": -0.5}
+    for i, order in enumerate(orders):
+        color = color_for(order, i)
+        for n, style in zip(depths, DEPTH_STYLES * 8):
+            values = profiles[n][order].weight
+            with house_style():
+                left.semilogy(np.arange(1, len(values) + 1), values, color=color, linestyle=style,
+                              label=f"{order}, {n} layers")
+        last = np.array([profiles[n][order].weight[-1] for n in depths])
+        with house_style():
+            right.loglog(depths, last, color=color, marker="o", label=f"{order}, measured")
+            if order in slopes:
+                guide = last[0] * (np.array(depths) / depths[0]) ** slopes[order]
+                right.loglog(depths, guide, color=color, linestyle=":",
+                             label=f"{order}, slope of Xiong et al.'s bound")
+    with house_style():
+        right.set_xticks(depths, [str(n) for n in depths])
+        right.minorticks_off()
+        left.legend(fontsize=7, ncols=len(orders), loc="upper center", bbox_to_anchor=(0.5, -0.2))
+        right.legend(fontsize=7)
+    finish(left, title=f"Each layer, at {len(depths)} depths", xlabel="layer (1 = next to the input)",
+           ylabel="gradient norm ||dL/dW2|| (log)", legend=False)
+    finish(right, title="The last layer, against depth", xlabel="number of layers N (log)",
+           ylabel="last layer's ||dL/dW2|| (log)", legend=False)
+    fig.suptitle(title, fontweight="bold")
+    return fig

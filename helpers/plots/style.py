@@ -80,14 +80,14 @@ def finish(ax, *, title: str, xlabel: str, ylabel: str, legend: bool = True):
     return ax
 
 
-def band(ax, x, runs, *, label: str, color: str, linestyle: str = "-"):
+def band(ax, x, runs, *, label: str, color: str, linestyle: str = "-", marker: str | None = None):
     """Plot the mean of ``runs`` (rows = seeds) as a line and their min-max spread as a band."""
     runs = np.atleast_2d(np.asarray(runs, dtype=float))
     x = np.asarray(x)
     if runs.shape[1] != x.shape[0]:
         raise ValueError(f"runs must have {x.shape[0]} columns to match x, got shape {runs.shape}")
     with house_style():
-        ax.plot(x, runs.mean(axis=0), color=color, linestyle=linestyle, label=label)
+        ax.plot(x, runs.mean(axis=0), color=color, linestyle=linestyle, marker=marker, label=label)
         if runs.shape[0] > 1:
             ax.fill_between(x, runs.min(axis=0), runs.max(axis=0), color=color, alpha=0.18, linewidth=0)
     return ax

@@ -7,8 +7,9 @@ import numpy as np
 from .style import COLORS, DEPTH_STYLES, band, finish, new_figure
 
 
-def training_curves(result, *, title: str):
-    """Training error (%) against epoch, one panel per kind of net, one line per depth.
+def training_curves(result, *, title: str, lr: float | None = None):
+    """Training error (%) against epoch at learning rate ``lr`` (default: the recipe's), one
+    panel per kind of net, one line per depth.
 
     ``result`` is a :class:`helpers.experiments.degradation.DegradationResult`; lines are the mean over
     seeds, bands their min-max spread (the analogue of He et al. 2015, Fig. 6).
@@ -16,11 +17,35 @@ def training_curves(result, *, title: str):
     fig, axes = new_figure(ncols=len(result.kinds), width=8.0, height=3.4, sharey=True)
     axes = np.atleast_1d(axes)
     epochs = np.arange(1, result.epochs + 1)
+    rate = result.lr if lr is None else lr
+    if rate not in result.lrs:
+        raise ValueError(f"lr must be one of the learning rates trained, {result.lrs}; got {lr!r}")
     for ax, kind in zip(axes, result.kinds):
         for depth, style in zip(result.depths, DEPTH_STYLES * 4):
-            band(ax, epochs, 100 * result.curves[kind, depth], label=f"{kind}-{depth}",
+            band(ax, epochs, 100 * result.curves[kind, depth, rate], label=f"{kind}-{depth}",
                  color=COLORS[kind], linestyle=style)
         finish(ax, title=f"{kind} nets", xlabel="epoch", ylabel="training error (%)")
+    fig.suptitle(title, fontweight="bold")
+    return fig
+
+
+def learning_rate_sweep(result, *, title: str):
+    """Final training error (%) against learning rate (log axis), one panel per kind of net,
+    one line per depth: mean over seeds, bands the min-max spread; each depth's best rate ringed."""
+    fig, axes = new_figure(ncols=len(result.kinds), width=8.0, height=3.4, sharey=True)
+    axes = np.atleast_1d(axes)
+    lrs = np.array(result.lrs)
+    for ax, kind in zip(axes, result.kinds):
+        for depth, style in zip(result.depths, DEPTH_STYLES * 4):
+            errors = 100 * np.stack([result.train_error[kind, depth, lr] for lr in result.lrs], axis=1)
+            band(ax, lrs, errors, label=f"{kind}-{depth}", color=COLORS[kind], linestyle=style, marker="o")
+            best = result.best_lr(kind, depth)
+            ax.plot([best], [100 * result.best_train_error(kind, depth)], marker="o", markersize=11,
+                    markerfacecolor="none", markeredgecolor="black", linestyle="none")
+        ax.set_xscale("log")
+        ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs])
+        ax.minorticks_off()
+        finish(ax, title=f"{kind} nets", xlabel="learning rate (log scale)", ylabel="final training error (%)")
     fig.suptitle(title, fontweight="bold")
     return fig
 
