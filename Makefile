@@ -3,7 +3,8 @@
 #   make test   run every test for seed 0: lint, unit tests, every notebook's claims, the site
 #               build, the browser checks and a learner's Run All in JupyterLab
 # and what CI adds (.ci/run):
-#   make sweep  every notebook's claims for seeds 1-9 (CHAPTER=N for one chapter, SEEDS=1-9)
+#   make sweep  every notebook's claims for seeds 1-9 (CHAPTER=N for one chapter, NOTEBOOK=text
+#               for the notebooks whose name contains it, SEEDS=1-9)
 #
 # Each notebook is executed once per seed: tools/execute.py runs them side by side into
 # _build/.jupyter_cache, and the site build (in `make site` and `make test` alike) reads them
@@ -15,6 +16,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export COURSE_STATIC_BUILD := 1
 CHAPTER ?=
+NOTEBOOK ?=
 SEEDS ?= 1-9
 PYTEST := $(BIN)/python -m pytest -ra
 
@@ -35,8 +37,8 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(PYTEST) -m "not sweep" tests
 
-sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's) for SEEDS (default 1-9)
-	CHAPTER=$(CHAPTER) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
+sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9)
+	CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
 
 test-fast: $(STAMP)   ## unit tests only (no notebook execution, site build or browser)
 	$(PYTEST) -m "not slow and not sweep" tests

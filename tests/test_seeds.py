@@ -2,7 +2,8 @@
 
 Seed 0 is checked by ``make test`` (``tests/test_notebooks.py``, the book's one execution).
 This sweep is ``make sweep`` (run by CI after ``make test``); ``CHAPTER=3`` limits it to one
-chapter and ``SEEDS=1-9`` (the default) sets the seeds. Every seed draws its own nets (a run
+chapter, ``NOTEBOOK=residual_block`` to the notebooks whose file name contains that text,
+and ``SEEDS=1-9`` (the default) sets the seeds. Every seed draws its own nets (a run
 with three nets uses seeds 3s, 3s+1, 3s+2; :func:`helpers.seeding.seeds_of_run`), so ten
 seeds are ten independent checks.
 """
@@ -26,5 +27,8 @@ def test_claims_hold_for_later_seeds():
     """Every (notebook, seed) pair in one pool, one process per core, so that no core idles."""
     chapter = os.environ.get("CHAPTER", "").strip()
     seeds = parse_seeds(os.environ.get("SEEDS", "1-9"))
-    failures = seed_failures(chapter_notebooks(int(chapter) if chapter else None), seeds)
+    only = os.environ.get("NOTEBOOK", "").strip()
+    notebooks = [p for p in chapter_notebooks(int(chapter) if chapter else None) if only in p.name]
+    assert notebooks, f"no notebook of chapter {chapter or 'any'} has {only!r} in its name"
+    failures = seed_failures(notebooks, seeds)
     assert not failures, "claims that did not hold:\n" + "\n".join(failures)
