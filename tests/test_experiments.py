@@ -46,10 +46,35 @@ def test_identity_race_residual_wins():
     assert experiments.steps_to([0.5], 0.1) is None
 
 
-def test_weight_decay_shrinks_branches():
-    out = experiments.weight_decay_branches((0.0, 1.0), n_blocks=2, steps=200)
-    assert out[1.0]["trained"].mean() < out[0.0]["trained"].mean()
-    np.testing.assert_allclose(out[1.0]["init"], out[0.0]["init"])  # same starting weights
+def test_identity_races_by_init_match_single_races_and_do_not_depend_on_workers():
+    races = experiments.identity_races({"pytorch": (1,), "he": (1, 2)}, steps=20, workers=2)
+    assert set(races) == {"pytorch", "he"} and races["he"].blocks == (1, 2)
+    alone = experiments.identity_race(blocks=(2,), init="he", steps=20, workers=1)
+    np.testing.assert_array_equal(races["he"].losses["residual", 2], alone.losses["residual", 2])
+    with pytest.raises(ValueError, match="init"):
+        experiments.identity_races({"orthogonal": (1,)}, steps=5)
+    with pytest.raises(TypeError, match="blocks_by_init"):
+        experiments.identity_races([1, 3], steps=5)
+
+
+def test_weight_decay_shrinks_branches_and_the_plain_control_is_the_twin():
+    out = experiments.weight_decay_branches((0.0, 1.0), kinds=("plain", "residual"), n_blocks=2, steps=200)
+    res = {wd: out["residual", wd] for wd in (0.0, 1.0)}
+    assert res[1.0]["trained"]["ratios"].mean() < res[0.0]["trained"]["ratios"].mean()
+    np.testing.assert_allclose(res[1.0]["init"]["ratios"], res[0.0]["init"]["ratios"])  # same starting weights
+    # The plain control starts from the residual stack's weights: the same weight norms.
+    np.testing.assert_allclose(out["plain", 0.0]["init"]["weights"], res[0.0]["init"]["weights"])
+    assert (out["plain", 1.0]["trained"]["weights"] < out["plain", 0.0]["trained"]["weights"]).all()
+
+
+def test_block_weight_norms_is_the_frobenius_norm_of_the_block_weights():
+    from helpers.experiments.identity import block_weight_norms
+    from helpers.models.mlp import stack_twins
+
+    _, stack = stack_twins(2, 4, norm="none")
+    block = stack[0]
+    expected = torch.sqrt(block.fc1.weight.detach().pow(2).sum() + block.fc2.weight.detach().pow(2).sum())
+    assert np.isclose(block_weight_norms(stack)[0], float(expected))
 
 
 def test_block_spectra_identity_when_the_branch_is_off():

@@ -2,6 +2,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+import helpers
 from helpers import plots, widgets
 
 
@@ -152,4 +153,13 @@ def test_norm_order_by_depth_draws_profiles_and_the_last_layer():
     assert left.get_title() and right.get_title()
     with pytest.raises(ValueError, match="two depths"):
         plots.norm_order_by_depth({2: data[2]}, title="A finding")
+    plt.close(fig)
+
+
+def test_block_diagrams_draw_a_plain_and_a_residual_block():
+    fig = helpers.plots.block_diagrams(title="A skip adds the input back")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["plain block", "residual block"]
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert texts.count("+") == 1 and "identity: x" in texts  # only the residual block has the skip
     plt.close(fig)

@@ -2,7 +2,7 @@
 
 from .degradation import DegradationResult, run_degradation
 from .gradient_flow import draw_gradient_flow, init_gradient_profiles
-from .identity import IdentityRace, identity_race, steps_to, weight_decay_branches
+from .identity import IdentityRace, identity_race, identity_races, steps_to, weight_decay_branches
 from .landscapes import train_loss_surfaces
 from .lesion_study import draw_lesion, errors_by_count, lesion_choices
 from .norm_order import NormOrderByDepth, depth_exponent, norm_order_by_depth, norm_order_profiles
@@ -11,7 +11,7 @@ from .twins import train_twins, train_twins_for_seeds
 
 __all__ = [
     "DegradationResult", "run_degradation", "draw_gradient_flow", "init_gradient_profiles",
-    "IdentityRace", "identity_race", "steps_to", "weight_decay_branches", "draw_lesion",
+    "IdentityRace", "identity_race", "identity_races", "steps_to", "weight_decay_branches", "draw_lesion",
     "errors_by_count", "lesion_choices", "norm_order_profiles", "norm_order_by_depth", "NormOrderByDepth",
     "depth_exponent", "block_spectra",
     "draw_spectra", "share_near_one", "train_twins", "train_twins_for_seeds", "train_loss_surfaces",

@@ -7,10 +7,18 @@ non-negative inputs like those a block sees inside a ReLU net. The plain stack m
 ``F`` small. The loss is the mean squared error divided by the target's variance, so 1
 is as bad as predicting the mean and the threshold reads as a fraction of that.
 
+The race is run for PyTorch's default init, whose branches start small, and as a control
+for He init, whose branches start as large as the stream they are added to.
+
 The second experiment trains the residual stack with and without (decoupled) weight
 decay and measures each branch's size relative to the stream,
 :func:`helpers.measure.branches.branch_ratios`: weight decay pulls ``F`` towards 0, and
-so the block towards the identity.
+so the block towards the identity. As a control, the plain twin is trained the same way:
+decay shrinks every weight, and the question is whether it shrinks the residual branches
+more than it can shrink weights that the plain stack needs.
+
+Every stack trains in a job of its own, side by side on the available cores
+(:func:`helpers.parallel.run_all`).
 """
 
 from __future__ import annotations
@@ -21,16 +29,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._checks import non_empty, positive_int, real_number
+from .._checks import choice, non_empty, positive_int, real_number
 from ..data import identity_task
 from ..measure.branches import branch_ratios
-from ..models.mlp import stack_twins
+from ..models.mlp import INITS, stack_twins
+from ..parallel import run_all
 from ..seeding import seed_everything
 
-STACK_OPTIONS = {"norm": "none", "order": "post", "init": "pytorch"}
+STACK_OPTIONS = {"norm": "none", "order": "post"}
 
 
-def _train_identity(model, x, steps: int, lr: float, weight_decay: float = 0.0) -> np.ndarray:
+def fit_identity(model, x, steps: int, lr: float, weight_decay: float = 0.0) -> np.ndarray:
     """Full-batch AdamW on ``||model(x) - x||^2 / Var(x)``; the relative loss before each step."""
     var = float(x.var(dim=0, unbiased=False).mean())
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
@@ -67,35 +76,70 @@ class IdentityRace:
         return float(self.losses[kind, n_blocks][-1])
 
 
-def identity_race(blocks=(1, 3, 9), *, width: int = 32, n: int = 512, steps: int = 500,
-                  lr: float = 3e-3, threshold: float = 0.01, seed: int = 0) -> IdentityRace:
-    """Train a plain stack and its residual twin to fit the identity, for each number of blocks."""
-    blocks = tuple(positive_int("blocks[i]", b) for b in non_empty("blocks", blocks))
+def _train_stack(kind: str, n_blocks: int, *, init: str, width: int, n: int, steps: int, lr: float,
+                 weight_decay: float = 0.0, seed: int = 0) -> dict:
+    """One stack of the twins drawn from ``seed``, fitted to the identity: its loss curve, and
+    its branch ratios and block weight norms before and after."""
+    x, _ = identity_task(n, width, seed=seed, nonnegative=True)
+    seed_everything(seed)
+    plain, residual = stack_twins(n_blocks, width, init=init, **STACK_OPTIONS)
+    model = residual if kind == "residual" else plain
+    before = {"ratios": branch_ratios(model, x), "weights": block_weight_norms(model)}
+    losses = fit_identity(model, x, steps, lr, weight_decay=weight_decay)
+    return {"losses": losses, "init": before,
+            "trained": {"ratios": branch_ratios(model, x), "weights": block_weight_norms(model)}}
+
+
+def block_weight_norms(stack) -> np.ndarray:
+    """Per block, the Frobenius norm of all its weight matrices, ``sqrt(||W1||^2 + ||W2||^2)``."""
+    return np.array([float(torch.sqrt(sum((p.detach() ** 2).sum() for name, p in block.named_parameters()
+                                            if name.endswith("weight")))) for block in stack])
+
+
+def identity_races(blocks_by_init: dict, *, width: int = 32, n: int = 512, steps: int = 500,
+                   lr: float = 3e-3, threshold: float = 0.01, seed: int = 0,
+                   workers: int | None = None) -> dict[str, IdentityRace]:
+    """:func:`identity_race` for each init of ``blocks_by_init`` (``{"pytorch": (1, 3, 9), "he": (1, 9)}``),
+    every stack a job of its own in one pool; returns ``{init: IdentityRace}``."""
+    if not isinstance(blocks_by_init, dict) or not blocks_by_init:
+        raise TypeError(f"blocks_by_init must be a non-empty dict of init -> numbers of blocks, got {blocks_by_init!r}")
+    plan = {choice("init", init, INITS): tuple(positive_int("blocks[i]", b) for b in non_empty("blocks", blocks))
+            for init, blocks in blocks_by_init.items()}
     threshold = real_number("threshold", threshold, low=0.0, low_inclusive=False)
-    x, _ = identity_task(n, width, seed=seed, nonnegative=True)
-    losses = {}
-    for n_blocks in blocks:
-        seed_everything(seed)
-        for model in stack_twins(n_blocks, width, **STACK_OPTIONS):
-            kind = "residual" if model[0].residual else "plain"
-            losses[kind, n_blocks] = _train_identity(model, x, positive_int("steps", steps), lr)
-    return IdentityRace(blocks, threshold, losses)
+    common = dict(width=width, n=n, steps=positive_int("steps", steps), lr=lr, seed=seed)
+    keys = sorted(((init, kind, b) for init, blocks in plan.items() for b in blocks for kind in ("plain", "residual")),
+                  key=lambda k: -k[2])  # the deepest first, so that the cores finish together
+    runs = run_all(_train_stack, [dict(kind=k, n_blocks=b, init=i, **common) for i, k, b in keys],
+                   workers=workers, progress=False, description="stacks")
+    losses = {key: run["losses"] for key, run in zip(keys, runs)}
+    return {init: IdentityRace(blocks, threshold, {(k, b): losses[init, k, b] for b in blocks
+                                                   for k in ("plain", "residual")})
+            for init, blocks in plan.items()}
 
 
-def weight_decay_branches(weight_decays=(0.0, 1.0), *, n_blocks: int = 9, width: int = 32,
-                          n: int = 512, steps: int = 600, lr: float = 3e-3, seed: int = 0) -> dict:
-    """Branch ratios of a residual stack fitted to the identity, per weight decay.
+def identity_race(blocks=(1, 3, 9), *, init: str = "pytorch", width: int = 32, n: int = 512, steps: int = 500,
+                  lr: float = 3e-3, threshold: float = 0.01, seed: int = 0, workers: int | None = None) -> IdentityRace:
+    """Train a plain stack and its residual twin to fit the identity, for each number of blocks."""
+    return identity_races({init: blocks}, width=width, n=n, steps=steps, lr=lr, threshold=threshold,
+                          seed=seed, workers=workers)[init]
 
-    Returns ``{weight_decay: {"init": ratios, "trained": ratios, "loss": final relative loss}}``;
-    every run starts from the same weights.
+
+def weight_decay_branches(weight_decays=(0.0, 1.0), *, n_blocks: int = 9, width: int = 32, n: int = 512,
+                          steps: int = 600, lr: float = 3e-3, seed: int = 0, kinds=("residual",),
+                          workers: int | None = None) -> dict:
+    """Branch ratios and block weight norms of a stack fitted to the identity, per kind and weight decay.
+
+    Returns ``{(kind, weight_decay): {"init": {...}, "trained": {...}, "loss": final relative loss}}``
+    where ``{...}`` is ``{"ratios": branch ratios, "weights": block weight norms}``
+    (:func:`block_weight_norms`). Every run starts from the same weights (the plain stack is the
+    residual stack's twin).
     """
-    x, _ = identity_task(n, width, seed=seed, nonnegative=True)
-    out = {}
-    for wd in non_empty("weight_decays", weight_decays):
-        wd = real_number("weight_decay", wd, low=0.0)
-        seed_everything(seed)
-        _, residual = stack_twins(n_blocks, width, **STACK_OPTIONS)
-        before = branch_ratios(residual, x)
-        losses = _train_identity(residual, x, positive_int("steps", steps), lr, weight_decay=wd)
-        out[wd] = {"init": before, "trained": branch_ratios(residual, x), "loss": float(losses[-1])}
-    return out
+    decays = [real_number("weight_decay", wd, low=0.0) for wd in non_empty("weight_decays", weight_decays)]
+    kinds = [choice("kinds[i]", k, ("plain", "residual")) for k in non_empty("kinds", kinds)]
+    keys = [(k, wd) for k in kinds for wd in decays]
+    runs = run_all(_train_stack, [dict(kind=k, n_blocks=positive_int("n_blocks", n_blocks), init="pytorch",
+                                       width=width, n=n, steps=positive_int("steps", steps), lr=lr,
+                                       weight_decay=wd, seed=seed) for k, wd in keys],
+                   workers=workers, progress=False, description="stacks")
+    return {key: {"init": run["init"], "trained": run["trained"], "loss": float(run["losses"][-1])}
+            for key, run in zip(keys, runs)}

@@ -4,6 +4,7 @@ Plain nets are always orange and residual nets always green; every figure has a 
 that states its finding and labelled axes with units.
 """
 
+from .diagrams import block_diagrams
 from .gradients import gradient_profiles, norm_order_by_depth, singular_value_histograms
 from .history import imagenet_history
 from .landscape import loss_slices, loss_surfaces
@@ -12,6 +13,7 @@ from .style import COLORS, band, finish, house_style, new_figure, to_png
 from .training import identity_race, learning_rate_sweep, training_curves
 
 __all__ = [
+    "block_diagrams",
     "COLORS", "band", "finish", "house_style", "new_figure", "to_png",
     "training_curves", "learning_rate_sweep", "identity_race", "gradient_profiles", "norm_order_by_depth",
     "singular_value_histograms",
