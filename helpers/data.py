@@ -1,9 +1,7 @@
 """Data that ships with the course: nothing here downloads anything.
 
 * the 8x8 digits of scikit-learn (1,797 images, 10 classes), as standardised tensors;
-* synthetic tasks that the later chapters need: scalar inputs on an interval, an
-  identity-regression task, token sequences to reverse or sort, and padded batches of
-  variable-length sequences.
+* synthetic tasks: an identity-regression task and token sequences to reverse or sort.
 """
 
 from __future__ import annotations
@@ -63,15 +61,6 @@ def digits(test_size: float = 0.25, split_seed: int = 0) -> DataSplit:
     return DataSplit(as_tensor(x_tr), torch.as_tensor(y_tr), as_tensor(x_te), torch.as_tensor(y_te))
 
 
-def scalar_inputs(n: int = 256, low: float = -2.0, high: float = 2.0) -> torch.Tensor:
-    """``n`` evenly spaced scalars on ``[low, high]``, shaped ``(n, 1)`` (Balduzzi et al.'s setup)."""
-    n = positive_int("n", n, minimum=2)
-    low, high = real_number("low", low), real_number("high", high)
-    if high <= low:
-        raise ValueError(f"high must be > low, got low={low}, high={high}")
-    return torch.linspace(low, high, n).unsqueeze(1)
-
-
 def identity_task(n: int, dim: int, seed: int = 0, *, nonnegative: bool = False
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs ``x ~ N(0, I)`` of shape ``(n, dim)`` and the target ``x`` itself.
@@ -104,20 +93,3 @@ def sequence_task(kind: str, n: int, length: int, vocab: int, seed: int = 0):
     if kind == "sort":
         return tokens, tokens.sort(dim=1).values
     return tokens, tokens.clone()
-
-
-def padded_batch(lengths, dim: int, seed: int = 0, pad_value: float = 0.0):
-    """A batch of sequences of the given ``lengths``, right-padded to the longest.
-
-    Returns ``(x, mask)``: ``x`` is ``(len(lengths), max_len, dim)`` with ``N(0, 1)``
-    entries and ``pad_value`` in the padding; ``mask`` is True at real (unpadded) positions.
-    """
-    lengths = [positive_int("lengths[i]", n) for n in lengths]
-    if not lengths:
-        raise ValueError("lengths must not be empty")
-    dim = positive_int("dim", dim)
-    longest = max(lengths)
-    x = torch.randn(len(lengths), longest, dim, generator=generator(seed))
-    mask = torch.arange(longest).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
-    x = x.masked_fill(~mask.unsqueeze(-1), pad_value)
-    return x, mask

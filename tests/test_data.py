@@ -30,11 +30,7 @@ def test_digits_rejects_bad_test_size(bad, err):
         data.digits(test_size=bad)
 
 
-def test_scalar_inputs_and_identity_task():
-    x = data.scalar_inputs(5, -2, 2)
-    assert x.shape == (5, 1) and x[0, 0] == -2 and x[-1, 0] == 2
-    with pytest.raises(ValueError, match="high"):
-        data.scalar_inputs(5, 1, 1)
+def test_identity_task():
     x, y = data.identity_task(10, 3, seed=1)
     assert torch.equal(x, y) and x.shape == (10, 3)
 
@@ -46,12 +42,3 @@ def test_sequence_tasks():
     assert torch.all(target[:, 1:] >= target[:, :-1])
     with pytest.raises(ValueError, match="kind"):
         data.sequence_task("shuffle", 4, 6, 10)
-
-
-def test_padded_batch_masks_the_padding():
-    x, mask = data.padded_batch([3, 1, 2], dim=4)
-    assert x.shape == (3, 3, 4)
-    assert mask.tolist() == [[True, True, True], [True, False, False], [True, True, False]]
-    assert torch.all(x[1, 1:] == 0)
-    with pytest.raises(ValueError, match="lengths"):
-        data.padded_batch([2, 0], dim=4)

@@ -4,7 +4,6 @@ import torch
 from torch import nn
 
 from helpers.measure import (
-    activation_stats,
     enumerate_path_lengths,
     gradient_profile,
     jacobian_singular_values,
@@ -68,16 +67,6 @@ def test_plain_gradients_vanish_without_normalisation_and_residual_ones_do_not()
     g_plain = per_layer_factor(gradient_profile(residual.twin(), loss, x, y).weight)
     g_res = per_layer_factor(gradient_profile(residual, loss, x, y).weight)
     assert g_plain < 0.6 < 0.9 < g_res
-
-
-def test_activation_stats():
-    relu = nn.ReLU()
-    model = nn.Sequential(nn.Identity(), relu)
-    stats = activation_stats(model, torch.tensor([[-1.0, 1.0, -2.0, 2.0]]), [model[0], relu])
-    np.testing.assert_allclose(stats["mean"], [0.0, 0.75])
-    np.testing.assert_allclose(stats["dead"], [0.0, 0.5])
-    with pytest.raises(ValueError, match="never called"):
-        activation_stats(model, torch.ones(1, 4), [nn.ReLU()])
 
 
 def test_residual_jacobian_is_identity_plus_branch():

@@ -1,16 +1,9 @@
-"""Models: plain/residual MLP twins (chapters 1-3) and Transformer layers (chapters 3-5)."""
+"""Models: plain/residual MLP twins and a small Transformer encoder, as chapter 1 uses them."""
 
-from .mlp import Block, DeepMLP, blocks_for_depth, count_parameters, init_linear_, stack_twins
-from .transformer import (
-    EncoderLayer,
-    SelfAttention,
-    SequenceTransformer,
-    deepnorm_constants,
-    deepnorm_init_,
-)
+from .mlp import Block, DeepMLP, blocks_for_depth, init_linear_, stack_twins
+from .transformer import EncoderLayer, SelfAttention, SequenceTransformer
 
 __all__ = [
-    "Block", "DeepMLP", "blocks_for_depth", "count_parameters", "init_linear_", "stack_twins",
-    "EncoderLayer", "SelfAttention", "SequenceTransformer", "deepnorm_constants",
-    "deepnorm_init_",
+    "Block", "DeepMLP", "blocks_for_depth", "init_linear_", "stack_twins",
+    "EncoderLayer", "SelfAttention", "SequenceTransformer",
 ]

@@ -178,9 +178,3 @@ def stack_twins(n_blocks: int, width: int = 32, **block_options) -> tuple[nn.Seq
     for block in plain:
         block.residual = False
     return plain, residual
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable scalars in ``model``."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-

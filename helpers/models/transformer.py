@@ -86,50 +86,24 @@ class EncoderLayer(nn.Module):
         return self._sublayer(x, self.ffn, self.norm2)
 
 
-def deepnorm_constants(n_layers: int) -> tuple[float, float]:
-    """DeepNorm's ``(alpha, beta) = ((2N)^(1/4), (8N)^(-1/4))`` for an ``N``-layer encoder
-    (Wang et al. 2022)."""
-    n = positive_int("n_layers", n_layers)
-    return (2 * n) ** 0.25, (8 * n) ** -0.25
-
-
-def deepnorm_init_(layer: EncoderLayer, beta: float) -> None:
-    """Scale the init of the FFN weights and the attention value and output projections by
-    ``beta`` (Xavier normal with gain ``beta``); queries and keys keep gain 1."""
-    beta = real_number("beta", beta, low=0.0, low_inclusive=False)
-    d = layer.self_attn.out_proj.in_features
-    with torch.no_grad():
-        w = layer.self_attn.in_proj_weight
-        nn.init.xavier_normal_(w[:2 * d], gain=1.0)
-        nn.init.xavier_normal_(w[2 * d:], gain=beta)
-        for lin in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
-            nn.init.xavier_normal_(lin.weight, gain=beta)
-
-
 class SequenceTransformer(nn.Module):
     """Token embedding + learned positions, ``n_layers`` :class:`EncoderLayer`, a per-token head.
 
-    ``deepnorm=True`` sets ``alpha`` and the init scale ``beta`` from
-    :func:`deepnorm_constants` (use it with ``norm_position="post"``). Pre-LN stacks end
-    with a final LayerNorm, as usual.
+    Pre-LN stacks end with a final LayerNorm, as usual.
     """
 
     def __init__(self, vocab: int, length: int, d_model: int = 32, n_heads: int = 4,
                  d_ff: int = 64, n_layers: int = 2, *, norm_position: str = "pre",
-                 residual: bool = True, deepnorm: bool = False):
+                 residual: bool = True):
         super().__init__()
         n_layers = positive_int("n_layers", n_layers)
-        alpha, beta = deepnorm_constants(n_layers) if deepnorm else (1.0, None)
         self.embed = nn.Embedding(positive_int("vocab", vocab, minimum=2), d_model)
         self.position = nn.Parameter(0.02 * torch.randn(positive_int("length", length), d_model))
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, norm_position=norm_position,
-                         residual=residual, alpha=alpha)
+                         residual=residual)
             for _ in range(n_layers)
         )
-        if beta is not None:
-            for layer in self.layers:
-                deepnorm_init_(layer, beta)
         self.final_norm = nn.LayerNorm(d_model) if norm_position == "pre" else nn.Identity()
         self.head = nn.Linear(d_model, vocab)
 
