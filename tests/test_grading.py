@@ -191,8 +191,12 @@ def test_arguments_are_copied_and_changes_in_place_are_reported():
         return x
 
     feedback = check_residual_forward(adds_in_place)
+    message = "modified its argument x in place; return a new tensor instead"
     zero = next(line for line in feedback.lines if "second layer all zeros" in line)
-    assert zero.startswith("✗") and "modified its argument x in place; return a new tensor instead" in zero
+    # The zero-branch case is the one whose expected value *is* x: it must fail too. When the case
+    # before it failed the same way, its line says so instead of repeating the message.
+    assert zero.startswith("✗") and (message in zero or "the same problem as above" in zero)
+    assert any(message in line for line in feedback.lines)
 
     x = torch.randn(3, 4)
     pristine = x.clone()
@@ -532,3 +536,20 @@ def test_best_rate_checker_names_each_mistake():
         assert not feedback.passed and needle in str(feedback), (fn.__name__, str(feedback))
     # Hidden random tables are new on every call and each has a lucky seed away from the best rate.
     assert check_best_rate(mean_best).passed
+
+
+def test_a_prediction_is_compared_with_the_measurement():
+    from helpers.grading import check_prediction
+
+    assert check_prediction("factor", 1.0, 0.97, rtol=0.1).passed
+    wrong = check_prediction("factor", 0.4, 0.97, rtol=0.1, explain="Redo the derivation.")
+    assert not wrong.passed and "59 % off" in str(wrong) and "Redo the derivation." in str(wrong)
+    assert "no prediction yet" in str(check_prediction("factor", None, 0.97, rtol=0.1))
+    assert "not text" in str(check_prediction("factor", "1.0", 0.97, rtol=0.1))
+    assert "bool" in str(check_prediction("factor", True, 1.0, rtol=0.1))
+    assert check_prediction("scale", 0.25, 0.25, options=(1.0, 0.5, 0.25, 0.1)).passed
+    off = check_prediction("scale", 0.5, 0.25, options=(1.0, 0.5, 0.25, 0.1))
+    assert not off.passed and "gives 0.25" in str(off)
+    assert "not one of the options" in str(check_prediction("scale", 0.3, 0.25, options=(0.5, 0.25)))
+    with pytest.raises(ValueError, match="exactly one"):
+        check_prediction("x", 1.0, 1.0)

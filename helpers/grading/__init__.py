@@ -10,7 +10,9 @@ from .chapter1 import (
     check_per_layer_factor,
     check_residual_forward,
 )
+from .predictions import check_prediction
 from .sandbox import DEFAULT_TIME_LIMIT
 
 __all__ = ["Case", "Feedback", "compare_numeric", "run_cases", "DEFAULT_TIME_LIMIT", "check_best_rate",
-           "check_per_layer_factor", "check_residual_forward", "check_path_counts", "check_most_harmful_block"]
+           "check_per_layer_factor", "check_residual_forward", "check_path_counts", "check_most_harmful_block",
+           "check_prediction"]
