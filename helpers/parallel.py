@@ -8,16 +8,21 @@ seeds itself, so the results are the same, bit for bit, in parallel or one after
 
 Workers are started with ``spawn`` (the default on Windows and macOS), which works from a
 Jupyter kernel as long as ``fn`` lives in an importable module (a ``helpers`` function,
-not a lambda typed into a notebook). ``$COURSE_WORKERS`` caps the number of workers;
-``COURSE_WORKERS=1`` runs everything in the calling process.
+not a lambda typed into a notebook). Starting one costs seconds (it imports PyTorch and
+``helpers``), so the pool is kept for the next call and shut down when the process
+exits. ``$COURSE_WORKERS`` caps the number of workers; ``COURSE_WORKERS=1`` runs
+everything in the calling process.
 """
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 import pickle
+import signal
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 import torch
 from tqdm.auto import tqdm
@@ -47,8 +52,38 @@ def default_workers() -> int:
         raise ValueError(f"${WORKERS_VARIABLE} must be a positive integer, got {raw!r}") from err
 
 
-def _one_thread() -> None:
+def _init_worker() -> None:
+    """One PyTorch thread per worker; Ctrl-C (Jupyter's interrupt button signals the whole
+    process group) is the calling process's to handle, so workers ignore it and finish
+    their current job instead of dying with a traceback."""
     torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_pool: ProcessPoolExecutor | None = None
+_pool_workers = 0
+
+
+def _executor(workers: int) -> ProcessPoolExecutor:
+    """The process pool of ``workers`` workers, started on first use and kept for later calls."""
+    global _pool, _pool_workers
+    if _pool is None or _pool_workers != workers:
+        shutdown_pool()
+        _pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_init_worker)
+        _pool_workers = workers
+    return _pool
+
+
+def shutdown_pool() -> None:
+    """Stop the kept worker processes (done automatically when the process exits)."""
+    global _pool, _pool_workers
+    if _pool is not None:
+        _pool.shutdown(wait=True, cancel_futures=True)
+    _pool, _pool_workers = None, 0
+
+
+atexit.register(shutdown_pool)
 
 
 def run_all(fn, jobs, *, workers: int | None = None, progress: bool | None = None,
@@ -80,10 +115,18 @@ def run_all(fn, jobs, *, workers: int | None = None, progress: bool | None = Non
                 results[i] = fn(**job)
                 bar.update()
             return results
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_one_thread) as pool:
+        pool = _executor(workers)
+        futures: dict = {}
+        try:
             futures = {pool.submit(fn, **job): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):
                 results[futures[future]] = future.result()  # re-raises a job's exception here
                 bar.update()
+        except BrokenProcessPool:
+            shutdown_pool()  # a worker died (killed, out of memory): start afresh next time
+            raise
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
     return results

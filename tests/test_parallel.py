@@ -45,3 +45,20 @@ def test_bad_arguments_are_named(monkeypatch):
         default_workers()
     monkeypatch.setenv("COURSE_WORKERS", "3")
     assert default_workers() == 3
+
+
+def test_the_worker_pool_is_kept_between_calls_and_restarted_for_another_size():
+    import helpers.parallel as parallel
+
+    jobs = [dict(n=n) for n in (2, 3)]
+    run_all(path_length_counts, jobs, workers=2, progress=False)
+    first = parallel._pool
+    run_all(path_length_counts, jobs, workers=2, progress=False)
+    assert parallel._pool is first is not None  # the same workers, no second start-up
+    with pytest.raises(ValueError, match="n"):  # a failing job leaves the pool usable
+        run_all(path_length_counts, [dict(n=0), dict(n=1)], workers=2, progress=False)
+    assert parallel._pool is first
+    run_all(path_length_counts, [dict(n=2), dict(n=3), dict(n=4)], workers=3, progress=False)
+    assert parallel._pool is not first
+    parallel.shutdown_pool()
+    assert parallel._pool is None
