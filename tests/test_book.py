@@ -6,7 +6,13 @@ import re
 import nbformat
 import pytest
 
-from helpers.grading import check_best_rate, check_path_counts, check_per_layer_factor, check_residual_forward
+from helpers.grading import (
+    check_best_rate,
+    check_error_rate,
+    check_path_counts,
+    check_per_layer_factor,
+    check_residual_forward,
+)
 from helpers.student import make_student_edition, strip_solutions
 from helpers.toc import ROOT, toc_files, toc_notebooks
 
@@ -81,16 +87,18 @@ def test_student_edition_has_no_solutions_and_its_checkers_report_unfinished_wor
 
 
 SOLUTION_CODE = {
-    "01_degradation.ipynb": "np.mean(errors_by_rate[lr])",
-    "02_vanishing_gradients.ipynb": "np.polyfit",
-    "03_residual_block.ipynb": "return x + branch",
-    "04_why_it_works.ipynb": "comb(n, k) for k",
+    "01_degradation.ipynb": "logits.argmax(dim=1) != labels",
+    "02_learning_rates.ipynb": "np.mean(errors_by_rate[lr])",
+    "03_vanishing_gradients.ipynb": "np.polyfit",
+    "04_residual_block.ipynb": "return x + branch",
+    "05_why_it_works.ipynb": "comb(n, k) for k",
 }
 STARTERS = {
-    "01_degradation.ipynb": ("def my_best_rate", check_best_rate, "not implemented yet"),
-    "02_vanishing_gradients.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
-    "03_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
-    "04_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
+    "01_degradation.ipynb": ("def my_error_rate", check_error_rate, "not implemented yet"),
+    "02_learning_rates.ipynb": ("def my_best_rate", check_best_rate, "not implemented yet"),
+    "03_vanishing_gradients.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
+    "04_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
+    "05_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
 }
 
 

@@ -553,3 +553,27 @@ def test_a_prediction_is_compared_with_the_measurement():
     assert "not one of the options" in str(check_prediction("scale", 0.3, 0.25, options=(0.5, 0.25)))
     with pytest.raises(ValueError, match="exactly one"):
         check_prediction("x", 1.0, 1.0)
+
+
+def test_error_rate_checker_names_each_mistake_and_keeps_error_rate_for_the_lesion_exercise():
+    import helpers
+    from helpers.grading import check_error_rate
+
+    def right(logits, labels):
+        return float((logits.argmax(dim=1) != labels).float().mean())
+
+    def accuracy(logits, labels):
+        return float((logits.argmax(dim=1) == labels).float().mean())
+
+    def count(logits, labels):
+        return int((logits.argmax(dim=1) != labels).sum())
+
+    def borrowed(logits, labels):
+        return helpers.measure.error_rate(lambda x, skip=(): logits, logits, labels)
+
+    assert check_error_rate(right).passed
+    for fn, needle in ((accuracy, "the accuracy"), (count, "*number* of errors"), (borrowed, "off limits")):
+        feedback = check_error_rate(fn)
+        assert not feedback.passed and needle in str(feedback), (fn.__name__, str(feedback))
+    from helpers.grading.chapter1 import REFERENCES
+    assert helpers.measure.error_rate not in REFERENCES  # the lesion exercise uses it

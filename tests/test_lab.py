@@ -25,7 +25,7 @@ from helpers.toc import ROOT, toc_notebooks
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-NOTEBOOK = ROOT / "book" / "ch1" / "03_residual_block.ipynb"  # one notebook in make test; ``make benchmark`` runs all
+NOTEBOOK = ROOT / "book" / "ch1" / "04_residual_block.ipynb"  # one notebook in make test; ``make benchmark`` runs all
 NOTEBOOKS = toc_notebooks(ROOT) if os.environ.get("COURSE_LAB_NOTEBOOKS") == "all" else [NOTEBOOK]
 BUDGET_S = 60
 TOLERANCE = 1.5  # a loaded test machine may be slower than a learner's laptop; the benchmark keeps the figure

@@ -152,4 +152,4 @@ def test_static_explorer_switches_frames_without_a_kernel(browser, server):
     after, alt = image.get_attribute("src"), image.get_attribute("alt")
     tab.close()
     assert after != before and after.startswith("data:image/png")
-    assert "(lr 0.02)" in alt
+    assert "(seed 1)" in alt

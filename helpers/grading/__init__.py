@@ -5,6 +5,7 @@ code under (:mod:`helpers.grading.sandbox`), what it accepts as an answer
 from .base import Case, Feedback, compare_numeric, run_cases
 from .chapter1 import (
     check_best_rate,
+    check_error_rate,
     check_most_harmful_block,
     check_path_counts,
     check_per_layer_factor,
@@ -14,5 +15,5 @@ from .predictions import check_prediction
 from .sandbox import DEFAULT_TIME_LIMIT
 
 __all__ = ["Case", "Feedback", "compare_numeric", "run_cases", "DEFAULT_TIME_LIMIT", "check_best_rate",
-           "check_per_layer_factor", "check_residual_forward", "check_path_counts", "check_most_harmful_block",
-           "check_prediction"]
+           "check_error_rate", "check_per_layer_factor", "check_residual_forward", "check_path_counts",
+           "check_most_harmful_block", "check_prediction"]

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..measure.gradients import per_layer_factor
-from ..measure.lesion import single_block_lesions
+from ..measure.lesion import error_rate, single_block_lesions
 from ..measure.paths import enumerate_path_lengths, path_length_counts
 from ..measure.tuning import best_setting
 from ..models.mlp import DeepMLP
@@ -335,6 +335,61 @@ def check_most_harmful_block(fn, model, x, y, *, prediction=None) -> Feedback:
     return feedback
 
 
+
+
+
+def _error_rate_reference(logits, labels):
+    return float((logits.argmax(dim=1) != labels).float().mean())
+
+
+def _logits_case(rng: np.random.Generator, n: int, classes: int) -> tuple:
+    """Random logits (no ties) and labels, with a known share of wrong predictions."""
+    logits = torch.as_tensor(rng.normal(size=(n, classes)), dtype=torch.float32)
+    labels = torch.as_tensor(rng.integers(0, classes, size=n))
+    return logits, labels
+
+
+def _compare_error(args):
+    n = len(args[1])
+
+    def compare(got, expected) -> str | None:
+        value, problem = as_number(got)
+        if problem:
+            return problem
+        if np.isclose(value, expected, atol=1e-6):
+            return None
+        if np.isclose(value, 1 - expected, atol=1e-6):
+            return f"returned {value:.4g}, the accuracy; the error rate is 1 - accuracy = {expected:.4g}."
+        if np.isclose(value, expected * n, atol=1e-6):
+            return f"returned {value:.4g}, the *number* of errors; divide by the {n} examples."
+        return f"returned {value:.4g}; expected {expected:.4g}."
+    return compare
+
+
+def check_error_rate(fn) -> Feedback:
+    """Check a learner's ``fn(logits, labels) -> error``: the fraction of rows of ``logits``
+    whose largest entry is not at the row's label (:func:`helpers.measure.lesion.error_rate`
+    computes it for a model). Known answers, then two hidden random batches."""
+    hint = "the predicted class of a row is the index of its largest logit; compare with the label and average."
+    cases = [
+        Case("3 examples, 1 wrong", (torch.tensor([[2.0, 1.0], [0.0, 3.0], [5.0, -1.0]]), torch.tensor([0, 1, 1])),
+             1 / 3, hint),
+        Case("all right", (torch.eye(4), torch.arange(4)), 0.0, hint),
+        Case("all wrong", (torch.eye(3), torch.tensor([1, 2, 0])), 1.0, hint),
+    ]
+    rng = _rng()
+    for _ in range(2):
+        n, classes = int(rng.integers(5, 200)), int(rng.integers(2, 11))
+        args = _logits_case(rng, n, classes)
+        cases.append(Case(f"hidden random batch of {n} examples, {classes} classes", args,
+                          _error_rate_reference(*args), hint))
+    for case in cases:
+        case.compare = _compare_error(case.args)
+    # error_rate is a tool of the lesion exercise, so it is off limits here only.
+    return run_cases("Error rate", fn, cases, off_limits=REFERENCES + (error_rate, _error_rate_reference))
+
+
 REFERENCES = (per_layer_factor, path_length_counts, enumerate_path_lengths, single_block_lesions,
               best_setting, _residual_reference)
-"""The course's answer keys for chapter 1, off limits while a learner's function is checked."""
+"""The course's answer keys for chapter 1, off limits while a learner's function is checked
+(:func:`check_error_rate` adds the error rate itself)."""

@@ -7,9 +7,9 @@ import numpy as np
 from .style import COLORS, DEPTH_STYLES, band, finish, new_figure
 
 
-def training_curves(result, *, title: str, lr: float | None = None):
+def training_curves(result, *, title: str, lr: float | None = None, seed: int | None = None):
     """Training error (%) against epoch at learning rate ``lr`` (default: the recipe's), one
-    panel per kind of net, one line per depth.
+    panel per kind of net, one line per depth; all seeds (mean and band) or the one ``seed``.
 
     ``result`` is a :class:`helpers.experiments.degradation.DegradationResult`; lines are the mean over
     seeds, bands their min-max spread (the analogue of He et al. 2015, Fig. 6).
@@ -20,9 +20,12 @@ def training_curves(result, *, title: str, lr: float | None = None):
     rate = result.lr if lr is None else lr
     if rate not in result.lrs:
         raise ValueError(f"lr must be one of the learning rates trained, {result.lrs}; got {lr!r}")
+    if seed is not None and seed not in result.seeds:
+        raise ValueError(f"seed must be one of the seeds trained, {result.seeds}; got {seed!r}")
+    rows = slice(None) if seed is None else slice(result.seeds.index(seed), result.seeds.index(seed) + 1)
     for ax, kind in zip(axes, result.kinds):
         for depth, style in zip(result.depths, DEPTH_STYLES * 4):
-            band(ax, epochs, 100 * result.curves[kind, depth, rate], label=f"{kind}-{depth}",
+            band(ax, epochs, 100 * result.curves[kind, depth, rate][rows], label=f"{kind}-{depth}",
                  color=COLORS[kind], linestyle=style)
         finish(ax, title=f"{kind} nets", xlabel="epoch", ylabel="training error (%)")
     fig.suptitle(title, fontweight="bold")
