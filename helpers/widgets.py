@@ -24,7 +24,7 @@ import ipywidgets as widgets
 from IPython.display import Image, display
 
 from ._checks import non_empty
-from .environment import is_claims_only
+from .environment import is_claims_only, is_static_build
 from .plots import to_png
 
 MAX_FRAMES = 60
@@ -123,7 +123,13 @@ def explore(draw, *, alt: str, **controls) -> None:
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("alt must be a non-empty description of the figure")
     frames = render_frames(draw, controls)
-    widget = live_widget(controls, frames)
-    bundle = widget._repr_mimebundle_()
-    bundle["text/html"] = static_html(controls, frames, alt=alt)
+    page = static_html(controls, frames, alt=alt)
+    if is_static_build():
+        # Executed for the site or the seed sweep: the kernel-free page is all that is kept, and
+        # no widget is made. (nbclient can hang, now and then, on a cell that opens widget comms
+        # and displays into an Output widget: jupyter/nbclient#312.)
+        display({"text/html": page, "text/plain": f"[exploration: {alt}]"}, raw=True)
+        return
+    bundle = live_widget(controls, frames)._repr_mimebundle_()
+    bundle["text/html"] = page
     display(bundle, raw=True)

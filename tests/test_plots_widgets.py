@@ -52,10 +52,16 @@ def test_static_html_is_self_contained():
 def test_explore_displays_widget_and_fallback(monkeypatch):
     shown = []
     monkeypatch.setattr(widgets, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    monkeypatch.delenv("COURSE_STATIC_BUILD", raising=False)
     widgets.explore(_draw, alt="a line", a=[1, 2], b=["x"])
     bundle, raw = shown[-1]
     assert raw
     assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(bundle)
+    # Executed for the site or the sweep: the kernel-free page only, no widget (no comms to hang on).
+    monkeypatch.setenv("COURSE_STATIC_BUILD", "1")
+    widgets.explore(_draw, alt="a line", a=[1, 2], b=["x"])
+    bundle, raw = shown[-1]
+    assert raw and set(bundle) == {"text/html", "text/plain"} and 'class="course-explorer"' in bundle["text/html"]
 
 
 def test_explore_rejects_bad_input():
