@@ -36,7 +36,7 @@ from ._checks import choice, non_empty, positive_int, real_number
 from .environment import is_static_build
 from .models.mlp import DeepMLP
 from .seeding import generator
-from .training import History
+from .training import History, make_optimizer
 
 
 def _shape_of(model: DeepMLP) -> tuple:
@@ -160,12 +160,10 @@ def fit_together(models: Sequence[DeepMLP], x: torch.Tensor, y: torch.Tensor, *,
     if per_member and optimizer != "sgd":
         raise ValueError("a learning rate per model needs optimizer='sgd' (Adam's step does not scale with it)")
     if per_member:  # the step of the module docstring: gradient scaled by η_e, decay folded in
-        opt = torch.optim.SGD(params, lr=1.0, momentum=momentum, weight_decay=0.0, foreach=True)
+        opt = make_optimizer(params, "sgd", 1.0, momentum, 0.0)
         scale = torch.tensor(lrs, dtype=params[0].dtype)
-    elif optimizer == "sgd":
-        opt = torch.optim.SGD(params, lr=lrs[0], momentum=momentum, weight_decay=weight_decay, foreach=True)
     else:
-        opt = torch.optim.Adam(params, lr=lrs[0], weight_decay=weight_decay, foreach=True)
+        opt = make_optimizer(params, optimizer, lrs[0], momentum, weight_decay)
 
     gens = [generator(s) for s in seeds]
     histories = [History() for _ in models]

@@ -32,18 +32,19 @@ class History:
         return len(self.train_loss)
 
 
-def make_optimizer(model: nn.Module, name: str, lr: float, momentum: float,
+def make_optimizer(model, name: str, lr: float, momentum: float,
                    weight_decay: float) -> torch.optim.Optimizer:
-    """``"sgd"`` (with momentum, He et al.'s choice) or ``"adam"``.
+    """``"sgd"`` (with momentum, He et al.'s choice) or ``"adam"``, for the parameters of
+    ``model`` (a module, or the tensors themselves).
 
     ``foreach=True`` updates all parameters with a few batched operations instead of a
     loop over ~100 small tensors, which saves a sizeable part of a step's time for the
     course's small nets (PyTorch uses it by default only on GPUs)."""
     choice("optimizer", name, ("sgd", "adam"))
+    params = model.parameters() if isinstance(model, nn.Module) else model
     if name == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay,
-                               foreach=True)
-    return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay, foreach=True)
+    return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
 
 def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: float,
