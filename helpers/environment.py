@@ -13,6 +13,7 @@ STATIC_VARIABLE = "COURSE_STATIC_BUILD"
 
 
 CLAIMS_ONLY_VARIABLE = "COURSE_CLAIMS_ONLY"
+SITE_VARIABLE = "COURSE_SITE"
 
 
 def _flag(name: str) -> bool:
@@ -28,3 +29,10 @@ def is_claims_only() -> bool:
     """True when a notebook is re-run only to check its asserted claims (the seed sweep of
     the tests): explorations then draw just their first frame, since no one will look."""
     return _flag(CLAIMS_ONLY_VARIABLE)
+
+
+def is_site_build() -> bool:
+    """True when the notebook is executed for the site (``tools/execute.py`` sets
+    ``COURSE_SITE=1``). There the hidden solutions fill in the exercises, so a checker shows
+    what it tests rather than how the solution did, which would give the answer away."""
+    return _flag(SITE_VARIABLE)

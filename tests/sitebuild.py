@@ -34,6 +34,6 @@ def build_site(*, fresh: bool = True) -> subprocess.CompletedProcess:
     ``fresh`` re-reads every page (``--all``), so a warning of a page that did not change
     since the last build is raised again; notebooks still come from the cache.
     """
-    env = dict(os.environ, COURSE_STATIC_BUILD="1", COURSE_SEED="0")
+    env = dict(os.environ, COURSE_STATIC_BUILD="1", COURSE_SITE="1", COURSE_SEED="0")
     args = [_bin("jupyter-book"), "build", str(ROOT), "-W", "-n", "--keep-going"] + (["--all"] if fresh else [])
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1500)

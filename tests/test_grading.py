@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.grading import Case, check_per_layer_factor, run_cases
+from helpers.grading import Case, Feedback, check_per_layer_factor, check_prediction, run_cases
 
 
 def _right(norms):
@@ -577,3 +577,29 @@ def test_error_rate_checker_names_each_mistake_and_keeps_error_rate_for_the_lesi
         assert not feedback.passed and needle in str(feedback), (fn.__name__, str(feedback))
     from helpers.grading.chapter1 import REFERENCES
     assert helpers.measure.error_rate not in REFERENCES  # the lesion exercise uses it
+
+
+def test_score_is_the_share_of_cases_passed_and_award_turns_it_into_points(capsys):
+    from helpers.grading import award
+
+    cases = [Case(f"case {i}", (i,), i) for i in range(4)]
+    feedback = run_cases("Half right", lambda i: i if i < 2 else -1, cases)
+    assert not feedback.passed and feedback.score == 0.5 and feedback.tests == [f"case {i}" for i in range(4)]
+    assert award(3) == 1.5, "3 points x 2 of 4 cases"
+    assert award(3) == 0.0 and "No checker ran" in capsys.readouterr().out, "each feedback is awarded once"
+    assert run_cases("All right", lambda i: i, cases).score == 1.0 and award(2) == 2.0
+    for bad in (0, -1, True, "2"):
+        with pytest.raises(ValueError, match="points must be a positive number"):
+            award(bad)
+    with pytest.raises(ValueError, match="score must be a number from 0 to 1"):
+        Feedback("e", [], False, score=1.5)
+
+
+def test_on_the_site_a_checker_shows_what_it_tests_not_how_the_hidden_solution_did(monkeypatch):
+    feedback = check_per_layer_factor(_right)
+    monkeypatch.setenv("COURSE_SITE", "1")
+    page = feedback._repr_html_()
+    assert "what the checker tests" in page and "vanishing profile, g = 0.5 over 10 layers" in page
+    assert "all checks passed" not in page and 'data-passed="true"' in page
+    prediction = check_prediction("Guess", 1.0, 1.02, rtol=0.1)._repr_html_()
+    assert "within 10 %" in prediction and "1.02" not in prediction

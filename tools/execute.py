@@ -33,9 +33,10 @@ from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 CACHE = ROOT / "_build" / ".jupyter_cache"  # jupyter-book's default cache for ``jupyter-book build .``
 FINGERPRINT_FILE = "course-fingerprint"
 TIMEOUT = 600  # seconds per cell; a notebook's budget is 60 s in all
-# The environment of a site build's kernels: seed 0, no progress bars, every run in the kernel's
-# own process (the notebooks run side by side instead; results are the same bit for bit).
-SITE_ENVIRONMENT = {"COURSE_STATIC_BUILD": "1", "COURSE_SEED": "0", "COURSE_WORKERS": "1"}
+# The environment of a site build's kernels: seed 0, no progress bars, checkers that show what they
+# test (not the hidden solution's result), every run in the kernel's own process (the notebooks
+# run side by side instead; results are the same bit for bit).
+SITE_ENVIRONMENT = {"COURSE_STATIC_BUILD": "1", "COURSE_SITE": "1", "COURSE_SEED": "0", "COURSE_WORKERS": "1"}
 
 
 def fingerprint(root: Path = ROOT) -> str:

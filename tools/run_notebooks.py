@@ -33,7 +33,8 @@ BUDGET_S = 60
 # sweep runs notebooks side by side instead), one frame per exploration, no figure rendered.
 CLAIMS_ONLY = {"COURSE_STATIC_BUILD": "1", "COURSE_CLAIMS_ONLY": "1", "COURSE_WORKERS": "1",
                "MPLBACKEND": "agg"}
-COURSE_VARIABLES = ("COURSE_STATIC_BUILD", "COURSE_CLAIMS_ONLY", "COURSE_WORKERS", "COURSE_SEED", "MPLBACKEND")
+COURSE_VARIABLES = ("COURSE_STATIC_BUILD", "COURSE_SITE", "COURSE_CLAIMS_ONLY", "COURSE_WORKERS", "COURSE_SEED",
+                    "MPLBACKEND")
 
 
 def chapter_notebooks(chapter: int | None = None, root: Path = ROOT) -> list[Path]:

@@ -1,6 +1,7 @@
 """Exercise checkers: a base (:mod:`helpers.grading.base`), the guards it runs a learner's
 code under (:mod:`helpers.grading.sandbox`), what it accepts as an answer
-(:mod:`helpers.grading.values`), and one module per chapter."""
+(:mod:`helpers.grading.values`), points for a grader (:mod:`helpers.grading.scoring`) and
+one module per chapter."""
 
 from .base import Case, Feedback, compare_numeric, run_cases
 from .chapter1 import (
@@ -13,7 +14,8 @@ from .chapter1 import (
 )
 from .predictions import check_prediction
 from .sandbox import DEFAULT_TIME_LIMIT
+from .scoring import award
 
 __all__ = ["Case", "Feedback", "compare_numeric", "run_cases", "DEFAULT_TIME_LIMIT", "check_best_rate",
            "check_error_rate", "check_per_layer_factor", "check_residual_forward", "check_path_counts",
-           "check_most_harmful_block", "check_prediction"]
+           "check_most_harmful_block", "check_prediction", "award"]

@@ -35,10 +35,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..environment import is_site_build
 from . import sandbox
 from .values import WrongType, compare_numeric, modified_arguments
 
 __all__ = ["Case", "Feedback", "compare_numeric", "none_message", "run_cases"]
+
+LATEST: list[Feedback] = []
+"""The latest :class:`Feedback` made (at most one), for :func:`helpers.grading.scoring.award`."""
 
 
 @dataclass
@@ -75,29 +79,57 @@ class Case:
 
 @dataclass
 class Feedback:
-    """The outcome of a check: passed or not, and one line per case."""
+    """The outcome of a check: passed or not, one line per case, and ``score``, the share of
+    cases passed (0 to 1; by default 1 when passed, else 0), from which a grader gives
+    partial credit (:func:`helpers.grading.scoring.award`).
+
+    ``tests`` says what the checker tried, one line per case; on the site
+    (:func:`helpers.environment.is_site_build`) the feedback shows only that, since there
+    the hidden solution is what was checked. Its outcome stays in the page's markup
+    (``data-passed``), where the tests read it.
+
+    The latest feedback made is kept, for :func:`helpers.grading.scoring.award`."""
 
     exercise: str
     lines: list[str]
     passed: bool
+    score: float | None = None
+    tests: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if not isinstance(self.exercise, str):
             raise TypeError(f"exercise must be a str, got {type(self.exercise).__name__}")
-        if not isinstance(self.lines, list) or not all(isinstance(line, str) for line in self.lines):
-            raise TypeError(f"lines must be a list of str, got {self.lines!r}")
+        for name in ("lines", "tests"):
+            value = getattr(self, name)
+            if not isinstance(value, list) or not all(isinstance(line, str) for line in value):
+                raise TypeError(f"{name} must be a list of str, got {value!r}")
         if not isinstance(self.passed, bool):
             raise TypeError(f"passed must be a bool, got {type(self.passed).__name__}")
+        if self.score is None:
+            self.score = float(self.passed)
+        if isinstance(self.score, bool) or not isinstance(self.score, (int, float)) or not 0 <= self.score <= 1:
+            raise ValueError(f"score must be a number from 0 to 1, got {self.score!r}")
+        if self.passed and self.score != 1:
+            raise ValueError(f"a passed check has score 1, got {self.score!r}")
+        LATEST[:] = [self]
 
     def __str__(self) -> str:
         head = f"{self.exercise}: " + ("all checks passed." if self.passed else "not yet.")
         return "\n".join([head, *self.lines])
 
     def _repr_html_(self) -> str:
+        if is_site_build():
+            items = "".join(f"<li>{html.escape(line)}</li>" for line in self.tests or ["the answer you record"])
+            return (f'<div class="course-feedback" data-passed="{str(self.passed).lower()}" '
+                    f'style="border-left:4px solid #7570b3;padding-left:8px">'
+                    f"<strong>{html.escape(self.exercise)}: what the checker tests</strong><ul>{items}</ul>"
+                    "<em>Run this notebook to check your own answer: on this page the checker ran the "
+                    "hidden solution.</em></div>")
         color = "#1b9e77" if self.passed else "#d95f02"
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
         status = "all checks passed" if self.passed else "not yet"
-        return (f'<div class="course-feedback" style="border-left:4px solid {color};padding-left:8px">'
+        return (f'<div class="course-feedback" data-passed="{str(self.passed).lower()}" '
+                f'style="border-left:4px solid {color};padding-left:8px">'
                 f"<strong>{html.escape(self.exercise)}: {status}.</strong><ul>{items}</ul></div>")
 
     def __bool__(self) -> bool:
@@ -241,7 +273,7 @@ def run_cases(exercise: str, fn, cases: list[Case], *, time_limit: float | None 
         return Feedback(exercise, [f"expected a function, got {type(fn).__name__}"], False)
     if _is_reference(fn, guard.functions):
         return Feedback(exercise, ["✗ this is the course's own reference function; write your own."], False)
-    lines, passed, unavailable, previous = [], True, None, None
+    lines, passed, unavailable, previous, n_passed = [], True, None, None, 0
     with guard:
         for i, case in enumerate(cases):
             limit = sandbox.time_limit(case.time_limit or default)
@@ -249,6 +281,7 @@ def run_cases(exercise: str, fn, cases: list[Case], *, time_limit: float | None 
             unavailable = unavailable or limit.unavailable
             lines.append(outcome.line(case.description, previous))
             passed, previous = passed and outcome.problem is None, outcome.problem
+            n_passed += outcome.problem is None
             if outcome.stop and i + 1 < len(cases):
                 left = len(cases) - i - 1
                 lines.append("(the other case was not run)" if left == 1 else f"(the other {left} cases were not run)")
@@ -256,4 +289,4 @@ def run_cases(exercise: str, fn, cases: list[Case], *, time_limit: float | None 
     if unavailable:
         lines.append(f"Note: no time limit could be set ({unavailable}); a function that never "
                      "returns would block this cell.")
-    return Feedback(exercise, lines, passed)
+    return Feedback(exercise, lines, passed, score=n_passed / len(cases), tests=[c.description for c in cases])

@@ -25,6 +25,15 @@ def check_prediction(exercise: str, prediction, measured, *, rtol: float | None 
         raise TypeError(f"exercise must be a non-empty str, got {exercise!r}")
     if (rtol is None) == (options is None):
         raise ValueError("give exactly one of rtol (a number to predict) or options (a choice to predict)")
+    tests = [f"your prediction against the measurement this cell makes (within {100 * float(rtol):.0f} %)"
+             if options is None else f"your prediction, one of {list(options)}, against the measurement this "
+             "cell makes"]
+    result = _check(exercise, prediction, measured, rtol, options, explain)
+    result.tests = tests
+    return result
+
+
+def _check(exercise: str, prediction, measured, rtol, options, explain) -> Feedback:
     if prediction is None:
         return Feedback(exercise, ["no prediction yet: write yours in the cell above before you look at the "
                                    "measurement, then run this cell again."], False)
