@@ -3,6 +3,10 @@
 :func:`glue` wraps myst-nb's ``glue`` so that every notebook glues the same way: the
 value is converted to a plain Python number (myst-nb cannot format NumPy or PyTorch
 scalars), must be finite, and is stored without being displayed in the cell.
+
+myst-nb is the book's builder, not a dependency of ``helpers``: where it is not installed
+(the student edition, whose prose already shows the numbers), :func:`glue` still checks
+the value and stores nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +16,11 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from myst_nb import glue as _myst_glue
+
+try:
+    from myst_nb import glue as _myst_glue
+except ImportError:  # the student edition: nothing builds a site from these notebooks
+    _myst_glue = None
 
 
 def as_number(name: str, value) -> int | float:
@@ -42,4 +50,5 @@ def glue(name: str, value) -> None:
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name must be an identifier-like string, got {name!r}")
     number = as_number(name, value)
-    _myst_glue(name, number, display=False)
+    if _myst_glue is not None:
+        _myst_glue(name, number, display=False)

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -42,12 +43,9 @@ def notebook(request) -> Path:
     return request.param
 
 
-@pytest.fixture
-def lab(tmp_path, notebook):
-    """URL of a JupyterLab serving a copy of ``notebook``; stopped afterwards."""
-    work = tmp_path / "work"
-    work.mkdir()
-    shutil.copy(notebook, work / notebook.name)
+@contextmanager
+def _jupyterlab(tmp_path: Path, work: Path):
+    """URL of a JupyterLab serving the folder ``work``; stopped afterwards."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
     # Render every cell (JupyterLab 4 otherwise leaves cells outside the window out of the page).
@@ -73,12 +71,49 @@ def lab(tmp_path, notebook):
             if proc.poll() is not None:
                 pytest.fail(f"JupyterLab did not start:\n{proc.stderr.read()[-3000:]}")
             time.sleep(0.5)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def lab(tmp_path, notebook):
+    """URL of a JupyterLab serving a copy of ``notebook``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(notebook, work / notebook.name)
+    with _jupyterlab(tmp_path, work) as url:
+        yield url
+
+
+def test_the_student_edition_renders_in_jupyterlab(browser, tmp_path, executed):
+    """A student opens a notebook of the student edition: exercises, numbers, citations and
+    math render as on the site, with no raw MyST left on the page."""
+    from student import make_student_edition
+
+    archive = make_student_edition(tmp_path / "edition")
+    work = archive.with_suffix("")
+    with _jupyterlab(tmp_path, work) as url:
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        tab.set_default_timeout(60_000)
+        tab.goto(f"{url}/lab/tree/ch1/03_vanishing_gradients.ipynb")
+        tab.wait_for_selector(".jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown")
+        tab.wait_for_function("() => document.querySelectorAll('.jp-RenderedMarkdown mjx-container').length > 5")
+        text = tab.locator(".jp-Notebook").inner_text()
+        exercise = tab.locator(".jp-RenderedMarkdown blockquote", has_text="Exercise 3: Fit the per-layer factor")
+        exercise.first.scroll_into_view_if_needed()
+        tab.screenshot(path=str(tmp_path / "student-edition-in-jupyterlab.png"))
+        quoted = exercise.count()
+        tab.close()
+    assert quoted == 1, "the exercise shows as a quoted block, numbered as on the site"
+    for raw in ("{exercise}", "{glue:text}", "{cite}", ":label:", "$$", "\\frac"):
+        assert raw not in text, f"JupyterLab shows raw {raw!r}"
+    assert "(Yang et al. 2019)" in text, "citations read (Author year)"
 
 
 def test_a_learner_runs_a_notebook_in_jupyterlab(browser, lab, notebook):

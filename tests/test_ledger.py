@@ -8,8 +8,8 @@ import sys
 
 import nbformat
 import pytest
+from classroom import strip_solutions
 
-from helpers.student import strip_solutions
 from helpers.toc import ROOT, toc_notebooks
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))

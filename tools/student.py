@@ -1,73 +1,161 @@
-"""Make the student edition: every notebook of the book with its solutions removed.
+"""Make the student edition: one archive a student installs and runs with two commands.
 
-Solutions are written with sphinx-exercise's gated directives: a markdown cell holding a
-``solution-start`` directive starts a solution, and one holding ``solution-end`` ends it;
-on the site the cells in between sit in a hidden dropdown. The student edition drops
-those cells altogether (and any cell tagged ``solution``), clears outputs, and keeps
-everything else, exercise starters and checkers included. Run ``python -m helpers.student OUT_DIR``.
+    python tools/student.py student-edition        # or: make student
+
+It writes ``student-edition/residual-course-student/`` and ``student-edition/residual-course-student.zip``:
+
+* each chapter's notebooks as nbgrader hands them out (``tools/classroom.py``): no
+  solutions, no outputs, the checker cells read-only, so the notebooks a student submits
+  are the ones ``make grade`` grades; and each chapter's index page. Their markdown is
+  made plain (``tools/plain_markdown.py``), so that JupyterLab shows exercises, numbers and
+  citations as the site does; the glued numbers come from the book's executed notebooks
+  (``tools/execute.py`` must have run, as ``make student`` does);
+* ``wheels/``: the ``helpers`` package as a wheel (the package alone: no tests, no tools,
+  no book);
+* ``requirements.txt``: the book's exact pins of what the notebooks need, and the wheel;
+* ``README.md``: the two commands, for students.
+
+Nothing of the instructor's side goes in: no solutions, no ``For instructors`` page, no
+tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 
-from .toc import ROOT, toc_files
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from helpers.toc import ROOT, toc_notebooks  # noqa: E402
+from tools.classroom import release  # noqa: E402
+from tools.execute import CACHE, read_cache  # noqa: E402
+from tools.plain_markdown import glued_values, plain_markdown  # noqa: E402
 
-START, END = "{solution-start}", "{solution-end}"
+NAME = "residual-course-student"
+# What the notebooks import, and JupyterLab to run them: their pins come from the book's requirements.txt.
+STUDENT_PACKAGES = ("torch", "numpy", "scikit-learn", "matplotlib", "ipywidgets", "ipykernel", "ipython", "tqdm",
+                    "nbformat", "pyyaml", "jupyterlab")
+
+README = """# Residual Connections, Measured: student edition
+
+The course's notebooks, with exercises and their checkers (the solutions are not here).
+You need Python 3.10 or newer. In this folder, run:
+
+```bash
+python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
+.venv/bin/jupyter lab
+```
+
+(On Windows: `py -m venv .venv`, then `.venv\\Scripts\\pip install -r requirements.txt` and
+`.venv\\Scripts\\jupyter lab`.) The first command installs the course's `helpers` package from
+`wheels/` and the exact versions the book was tested with, PyTorch for the CPU among them
+(a few hundred MB). The second opens JupyterLab in your browser.
+
+Open a chapter's folder (`ch1/`, ...) and its notebooks in order, and run each from the top
+(Run > Run All Cells; each takes under a minute). Each section ends with exercises: write
+your code in the cell under the exercise, then run the checker cell below it, which says
+what is right and what is not yet. The checker cells are read-only: run them, do not change
+them. Hand in the notebooks as your instructor asks; they are graded by running them again
+from the top, so make sure each one runs from a fresh kernel (Kernel > Restart Kernel and
+Run All Cells).
+"""
 
 
-def _opens(cell, marker: str) -> bool:
-    return cell.cell_type == "markdown" and marker in cell.source
+def student_requirements(root: Path = ROOT) -> str:
+    """The pins of :data:`STUDENT_PACKAGES` from the book's ``requirements.txt``."""
+    pins = {}
+    for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if match:
+            pins[match[1].lower()] = line.strip()
+    missing = [p for p in STUDENT_PACKAGES if p not in pins]
+    if missing:
+        raise ValueError(f"requirements.txt has no exact pin for {missing}")
+    return "\n".join(pins[p] for p in STUDENT_PACKAGES) + "\n"
 
 
-def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` without solution cells and without outputs."""
-    nb = nbformat.from_dict(nb)
-    kept, inside = [], False
-    for cell in nb.cells:
-        if _opens(cell, START):
-            if inside:
-                raise ValueError("a solution-start cell opens inside another solution")
-            inside = True
-        if not inside and "solution" not in cell.get("metadata", {}).get("tags", []):
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-            kept.append(cell)
-        if _opens(cell, END):
-            if not inside:
-                raise ValueError("a solution-end cell has no solution-start before it")
-            inside = False
-    if inside:
-        raise ValueError("a solution-start cell is never closed by a solution-end cell")
-    nb.cells = kept
-    return nb
+def build_wheel(out_dir: Path, root: Path = ROOT) -> Path:
+    """The ``helpers`` package as a wheel in ``out_dir`` (``pip wheel``, no dependencies)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as build:
+        source = Path(build) / "source"  # a copy, so that setuptools' build/ lands outside the repository
+        shutil.copytree(root / "helpers", source / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copyfile(root / name, source / name)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", build,
+                        str(source)], check=True, capture_output=True, text=True)
+        (wheel,) = Path(build).glob("*.whl")
+        return Path(shutil.copy(wheel, out_dir / wheel.name))
 
 
-def make_student_edition(out_dir: Path, root: Path = ROOT) -> list[Path]:
-    """Write the book's notebooks (solutions stripped) and pages under ``out_dir``."""
+def _glued(root: Path) -> dict[str, dict[str, str]]:
+    """{notebook file name: {glue name: value}} from the executed notebooks in the cache."""
+    cache, glued = read_cache(CACHE if root == ROOT else root / "_build" / ".jupyter_cache"), {}
+    for path in toc_notebooks(root):
+        try:
+            _, executed = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
+        except KeyError as err:
+            raise RuntimeError(f"{path.relative_to(root)} has not been executed for its current code: run "
+                               "`python tools/execute.py` (or `make site`) first") from err
+        glued[path.name] = glued_values(executed)
+    return glued
+
+
+def _contents(notebooks: list[Path]) -> str:
+    """A list of links to ``notebooks`` under their first headings (for ``{tableofcontents}``)."""
+    items = []
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        title = next((line.lstrip("# ").strip() for c in nb.cells if c.cell_type == "markdown"
+                      for line in c.source.splitlines() if line.startswith("# ")), path.stem)
+        items.append(f"1. [{title}]({path.name})")
+    return "\n".join(items)
+
+
+def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
+    """Write the student edition into ``out_dir / NAME`` and zip it as ``out_dir / NAME.zip``;
+    return the archive's path."""
     out_dir = Path(out_dir)
-    written = []
-    for src in toc_files(root):
-        dest = out_dir / src.relative_to(root)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.suffix == ".ipynb":
-            nbformat.write(strip_solutions(nbformat.read(src, as_version=4)), dest)
-        else:
-            shutil.copyfile(src, dest)
-        written.append(dest)
-    return written
+    folder = out_dir / NAME
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    glued, bib, count = _glued(root), root / "book" / "references.bib", iter(range(1, 10**6))
+
+    def plain(text: str, here: str) -> str:
+        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count))
+
+    for chapter in dict.fromkeys(p.parent.name for p in toc_notebooks(root)):  # in reading order
+        notebooks = release(int(chapter.removeprefix("ch")), folder / chapter, root=root)
+        for path in notebooks:
+            nb = nbformat.read(path, as_version=4)
+            for cell in nb.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = plain(cell.source, path.name)
+            nbformat.write(nb, path)
+        index = root / "book" / chapter / "index.md"
+        if index.exists():
+            text = index.read_text(encoding="utf-8").replace("```{tableofcontents}\n```", _contents(notebooks))
+            (folder / chapter / "index.md").write_text(plain(text, "index.md"), encoding="utf-8")
+    wheel = build_wheel(folder / "wheels", root)
+    (folder / "requirements.txt").write_text(
+        student_requirements(root) + f"./wheels/{wheel.name}\n", encoding="utf-8")
+    (folder / "README.md").write_text(README, encoding="utf-8")
+    return Path(shutil.make_archive(str(out_dir / NAME), "zip", out_dir, NAME))
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path, help="where to write the student edition")
     args = parser.parse_args(argv)
-    files = make_student_edition(args.out_dir)
-    print(f"wrote {len(files)} files to {args.out_dir}")
+    archive = make_student_edition(args.out_dir)
+    print(f"wrote {args.out_dir / NAME}/ and {archive}")
 
 
 if __name__ == "__main__":

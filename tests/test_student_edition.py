@@ -1,0 +1,113 @@
+"""The student edition: one archive, no solutions anywhere in it, plain markdown that JupyterLab
+renders, and two commands that install and run it on a fresh machine (a clean venv)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from classroom import END, START
+from plain_markdown import glued_text, plain_markdown
+
+from helpers.toc import ROOT, toc_notebooks
+
+NOTEBOOKS = toc_notebooks(ROOT)
+BIB = ROOT / "book" / "references.bib"
+
+
+def _solution_code() -> dict[str, list[str]]:
+    """{notebook: the source of each code cell between a solution-start and a solution-end}."""
+    found = {}
+    for path in NOTEBOOKS:
+        inside, cells = False, []
+        for cell in nbformat.read(path, as_version=4).cells:
+            inside = (inside or START in cell.source) and END not in cell.source
+            if inside and cell.cell_type == "code":
+                cells.append(cell.source)
+        found[path.name] = cells
+    return found
+
+
+@pytest.fixture(scope="module")
+def archive(executed, tmp_path_factory) -> Path:
+    from student import make_student_edition
+
+    assert not any(executed.values()), f"a notebook failed: {executed}"
+    return make_student_edition(tmp_path_factory.mktemp("edition"))
+
+
+def test_plain_markdown_has_no_sphinx_left():
+    number = iter(range(7, 100))
+    text = ("```{exercise} Count\n:label: ex-c\n\nDo $x^2$ {cite}`he2016deep`.\n```\n\n"
+            "It took {glue:text}`t:.1f` s and {glue:text}`other.ipynb::n` steps; {numref}`fig-a` shows it. "
+            "See {func}`helpers.measure.paths` and {term}`skip <skip connection>`.")
+    out = plain_markdown(text, glued={"here.ipynb": {"t": "2.345"}, "other.ipynb": {"n": "12"}}, here="here.ipynb",
+                         bib=BIB, number=lambda: next(number))
+    assert out.startswith("> **Exercise 7: Count**\n>\n> Do $x^2$ (He et al. 2016).")
+    assert "It took 2.3 s and 12 steps; the figure shows it." in out
+    assert "`helpers.measure.paths` and skip." in out and ":label:" not in out
+    assert glued_text("'relu'", "") == "relu" and glued_text("0.12345", ".1%") == "12.3%"
+    with pytest.raises(ValueError, match="nothing was glued under 'missing'"):
+        plain_markdown("{glue:text}`missing`", glued={}, here="x.ipynb", bib=BIB, number=lambda: 1)
+    with pytest.raises(ValueError, match="no plain form"):
+        plain_markdown("{download}`x`", glued={}, here="x.ipynb", bib=BIB, number=lambda: 1)
+
+
+@pytest.mark.slow
+def test_student_edition_is_one_archive_without_solutions(archive):
+    with zipfile.ZipFile(archive) as z:
+        names = z.namelist()
+        texts = {n: z.read(n) for n in names if not n.endswith("/")}
+    top = {n.split("/")[1] for n in names if n.count("/") >= 1 and n.split("/")[1]}
+    assert top == {"README.md", "requirements.txt", "wheels", *{p.parent.name for p in NOTEBOOKS}}
+    assert not any("instructors" in n for n in names)
+    (wheel,) = [n for n in names if n.endswith(".whl")]
+    with zipfile.ZipFile(__import__("io").BytesIO(texts[wheel])) as w:
+        packaged = {n.split("/")[0] for n in w.namelist()}
+        texts.update({f"{wheel}:{n}": w.read(n) for n in w.namelist()})
+    assert packaged == {"helpers", "residual_course_helpers-0.1.0.dist-info"}, "the wheel holds helpers only"
+    everything = b"\n".join(texts.values()).decode("utf-8", "replace")
+    for notebook, cells in _solution_code().items():
+        for source in cells:
+            assert source not in everything, f"a solution of {notebook} is in the student edition: {source[:60]}"
+    assert START not in everything and END not in everything
+    numbers = []
+    for path in NOTEBOOKS:
+        nb = nbformat.reads(texts[f"residual-course-student/{path.parent.name}/{path.name}"].decode(), as_version=4)
+        markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        left = re.findall(r"\{[a-z:-]+\}`|```\{|:::\{", markdown)
+        assert not left, f"{path.name}: JupyterLab would show raw MyST: {left}"
+        numbers += [int(n) for n in re.findall(r"\*\*Exercise (\d+):", markdown)]
+        checkers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert checkers and all(c.metadata.get("editable") is False for c in checkers)
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    assert numbers == list(range(1, len(numbers) + 1)), "exercises are numbered as on the site"
+    requirements = texts["residual-course-student/requirements.txt"].decode()
+    assert "torch==2.13.0" in requirements and f"./{wheel.split('/', 1)[1]}" in requirements
+
+
+@pytest.mark.install
+def test_student_edition_installs_and_runs_in_a_clean_venv(archive, tmp_path):
+    """The README's first command on a fresh venv, then a notebook run from the top."""
+    with zipfile.ZipFile(archive) as z:
+        z.extractall(tmp_path)
+    folder = tmp_path / "residual-course-student"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    install = "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt"
+    assert install in readme and ".venv/bin/jupyter lab" in readme
+    python = Path(sys.base_prefix) / "bin" / "python3"  # not this test's venv: a clean one
+    subprocess.run(install.replace("python3", str(python)), shell=True, cwd=folder, check=True,
+                   capture_output=True, text=True, timeout=1200)
+    notebook = "ch1/03_vanishing_gradients.ipynb"
+    run = subprocess.run([".venv/bin/jupyter", "nbconvert", "--to", "notebook", "--execute", notebook,
+                          "--output", str(tmp_path / "run.ipynb"), "--ExecutePreprocessor.timeout=600"],
+                         cwd=folder, capture_output=True, text=True, timeout=900,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COURSE_STATIC_BUILD": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    outputs = (tmp_path / "run.ipynb").read_text(encoding="utf-8")
+    assert "not implemented yet" in outputs and "no prediction yet" in outputs

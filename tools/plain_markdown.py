@@ -1,0 +1,110 @@
+"""The book's MyST markdown as plain Jupyter markdown, for the student edition.
+
+JupyterLab renders plain markdown and math, but not Sphinx's directives and roles: an
+``{exercise}`` block, a ``{glue:text}`` number or a ``{cite}`` would show as raw text. The
+student edition therefore rewrites each markdown cell:
+
+* an ``{exercise}`` block becomes a quoted block headed **Exercise N: title**, numbered as on
+  the site (one count through the book, in reading order);
+* an ``{admonition}`` block becomes a quoted block headed by its title;
+* ``{glue:text}`name:format``` (or ``notebook.ipynb::name:format``) becomes the number the
+  site shows (seed 0, from the book's executed notebooks), formatted the same way;
+* ``{cite}`key``` becomes (Author et al. year), from ``book/references.bib``;
+* ``{func}``, ``{mod}`` become code; ``{term}`` its text; ``{numref}`` "the figure".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from pybtex.database import parse_file
+
+ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<body>[^`]*)`")
+EXERCISE = re.compile(r"```\{exercise\}(?P<title>[^\n]*)\n(?P<body>.*?)\n```", re.S)
+ADMONITION = re.compile(r":::\{admonition\}(?P<title>[^\n]*)\n(?P<body>.*?)\n:::", re.S)
+OPTION = re.compile(r"^:[a-z-]+:.*$")
+
+
+def citation(key: str, bib: Path) -> str:
+    """``Author year``, ``A and B year`` or ``A et al. year`` for ``key`` in ``bib``."""
+    entry = _entries(bib).get(key)
+    if entry is None:
+        raise ValueError(f"{key!r} is not in {bib}")
+    names = [" ".join(p.last_names) for p in entry.persons.get("author", [])] or [entry.fields.get("title", key)]
+    who = names[0] if len(names) == 1 else f"{names[0]} and {names[1]}" if len(names) == 2 else f"{names[0]} et al."
+    return f"{who} {entry.fields.get('year', '')}".strip()
+
+
+_BIB: dict[Path, dict] = {}
+
+
+def _entries(bib: Path) -> dict:
+    if bib not in _BIB:
+        _BIB[bib] = dict(parse_file(str(bib), bib_format="bibtex").entries)
+    return _BIB[bib]
+
+
+def glued_text(value: str, spec: str) -> str:
+    """A glued value as myst-nb shows it: ``value`` (its text/plain) formatted with ``spec``."""
+    if not spec:
+        return value.strip("'\"")
+    try:
+        return format(float(value), spec)
+    except ValueError:
+        return value.strip("'\"")
+
+
+def _quote(head: str, body: str) -> str:
+    lines = [line for line in body.splitlines() if not OPTION.match(line)]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join([f"> {head}", ">", *[f"> {line}".rstrip() for line in lines]])
+
+
+def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bib: Path,
+                   number: Callable[[], int]) -> str:
+    """``text`` (one markdown cell of notebook ``here``, a file name) without Sphinx directives
+    and roles; ``glued`` maps each notebook's file name to {glue name: text/plain value};
+    ``number()`` gives the next exercise's number."""
+
+    def exercise(m: re.Match) -> str:
+        return _quote(f"**Exercise {number()}: {m['title'].strip()}**", m["body"])
+
+    def role(m: re.Match) -> str:
+        kind, body = m["role"], m["body"]
+        if kind == "glue:text":
+            notebook, _, rest = body.rpartition("::")
+            name, _, spec = rest.partition(":")
+            values = glued.get(Path(notebook).name if notebook else here, {})
+            if name not in values:
+                raise ValueError(f"{{glue:text}}`{body}` in {here}: nothing was glued under {name!r}")
+            return glued_text(values[name], spec)
+        if kind == "cite":
+            return "(" + "; ".join(citation(k.strip(), bib) for k in body.split(",")) + ")"
+        if kind in ("func", "mod", "class", "meth"):
+            return f"`{body}`"
+        if kind == "term":
+            return re.sub(r"\s*<[^>]*>$", "", body)
+        if kind == "numref":
+            return "the figure"
+        raise ValueError(f"no plain form for the role {{{kind}}}")
+
+    text = EXERCISE.sub(exercise, text)
+    text = ADMONITION.sub(lambda m: _quote(f"**{m['title'].strip()}**", m["body"]), text)
+    text = ROLE.sub(role, text)
+    # "the figure" opening a sentence
+    return re.sub(r"(^|[.!?]\s+|\n)the figure", lambda m: f"{m[1]}The figure", text)
+
+
+def glued_values(executed_nb) -> dict[str, str]:
+    """{name: text/plain} of every value an executed notebook glued (myst-nb's ``glue``)."""
+    values = {}
+    for cell in executed_nb.cells:
+        for output in cell.get("outputs", []):
+            scrapbook = output.get("metadata", {}).get("scrapbook", {})
+            text = output.get("data", {}).get(scrapbook.get("mime_prefix", "") + "text/plain")
+            if "name" in scrapbook and text is not None:
+                values[scrapbook["name"]] = text
+    return values
