@@ -5,6 +5,7 @@
 # and what CI adds (.ci/run):
 #   make sweep  every notebook's claims for seeds 1-9 (CHAPTER=N for one chapter, NOTEBOOK=text
 #               for the notebooks whose name contains it, SEEDS=1-9)
+#   make test-install  the student edition installed into a clean venv and run (about 2 minutes)
 #
 # Each notebook is executed once per seed: tools/execute.py runs them side by side into
 # _build/.jupyter_cache, and the site build (in `make site` and `make test` alike) reads them
@@ -20,28 +21,35 @@ NOTEBOOK ?=
 SEEDS ?= 1-9
 PYTEST := $(BIN)/python -m pytest -ra
 
-.PHONY: site test sweep test-fast lint benchmark student lab serve clean
+.PHONY: site test sweep test-fast test-install lint benchmark pdf student grade lab serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@# nbgrader grades from the command line (make grade); its JupyterLab menus stay out of a learner's way
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
+	for e in formgrader validate_assignment assignment_list course_list; do \
+	  $(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$e >/dev/null 2>&1; done
 	touch $(STAMP)
 
 site: $(STAMP)
 	$(BIN)/python tools/execute.py
-	COURSE_SEED=0 $(BIN)/jupyter-book build . -W -n --keep-going
+	COURSE_SITE=1 COURSE_SEED=0 $(BIN)/jupyter-book build . -W -n --keep-going
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(PYTEST) -m "not sweep" tests
+	$(PYTEST) -m "not sweep and not install" tests
 
 sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9)
 	CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
 
 test-fast: $(STAMP)   ## unit tests only (no notebook execution, site build or browser)
-	$(PYTEST) -m "not slow and not sweep" tests
+	$(PYTEST) -m "not slow and not sweep and not install" tests
+
+test-install: $(STAMP) ## the student edition, installed with its README's command into a clean venv, runs
+	$(PYTEST) -m install tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -49,8 +57,17 @@ lint: $(STAMP)
 benchmark: $(STAMP)   ## time every notebook and every stage of `make test`; writes benchmarks/speed.json
 	$(BIN)/python tools/benchmark.py
 
-student: $(STAMP)     ## the student edition: notebooks without solutions
-	$(BIN)/python -m helpers.student student-edition
+pdf: $(STAMP)         ## the whole book as one PDF: _build/pdf/residual-connections-measured.pdf (needs Chromium)
+	$(BIN)/python tools/execute.py
+	$(BIN)/python tools/pdf.py
+
+student: $(STAMP)     ## the student edition: student-edition/residual-course-student.zip
+	$(BIN)/python tools/execute.py
+	$(BIN)/python tools/student.py student-edition
+
+grade: $(STAMP)       ## grade SUBMISSIONS=folder (one folder per student) for CHAPTER=N: _build/classroom/grades.csv
+	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N"; exit 2; }
+	$(BIN)/python tools/classroom.py grade "$(SUBMISSIONS)" --chapter $(CHAPTER)
 
 lab: $(STAMP)
 	env -u COURSE_STATIC_BUILD $(BIN)/jupyter lab book
@@ -59,4 +76,4 @@ serve:
 	$(PYTHON) -m http.server --directory _build/html 8000
 
 clean:
-	rm -rf _build student-edition .pytest_cache
+	rm -rf _build student-edition build .pytest_cache

@@ -1,0 +1,54 @@
+"""The book as one PDF (``make pdf``): every page of the book in it, its figures, and its math typeset."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import nbformat
+import pytest
+
+from helpers.toc import ROOT, toc_files
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+def _title(path) -> str:
+    """The first level-1 heading of a page or notebook."""
+    if path.suffix == ".ipynb":
+        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    else:
+        text = path.read_text(encoding="utf-8")
+    return next(line[2:].strip().replace("`", "") for line in text.splitlines() if line.startswith("# "))
+
+
+def _flat(text: str) -> str:
+    """Without white space (the PDF's text layer adds some around Chinese) and with ligatures
+    (the "ﬁ" of "fix") spelt out."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+
+
+@pytest.fixture(scope="module")
+def pdf(executed, browser, tmp_path_factory):
+    from pdf import PAGE, build_single_page, print_to_pdf
+
+    build = build_single_page()
+    assert build.returncode == 0, f"single-page build failed:\n{build.stdout[-4000:]}\n{build.stderr[-2000:]}"
+    html = PAGE.read_text(encoding="utf-8")
+    return print_to_pdf(PAGE, tmp_path_factory.mktemp("pdf") / "book.pdf", browser), html
+
+
+def test_the_pdf_has_every_page_of_the_book_its_figures_and_typeset_math(pdf):
+    from pypdf import PdfReader
+
+    path, html = pdf
+    reader = PdfReader(path)
+    text = _flat("\n".join(page.extract_text() or "" for page in reader.pages))
+    missing = [_title(p) for p in toc_files(ROOT) if _flat(_title(p)) not in text]
+    assert not missing, f"pages missing from the PDF: {missing}"
+    figures = len(re.findall(r'<img [^>]*src="data:image/png|<img [^>]*src="_images/', html))
+    images = sum(len(page.images) for page in reader.pages)
+    assert figures >= 10 and images >= figures, f"{images} images in the PDF for {figures} figures in the book"
+    for raw in ("$$", "\\frac", "\\mathrm"):
+        assert raw not in text, f"untypeset math in the PDF: {raw!r}"
+    assert len(reader.pages) >= 30

@@ -1,0 +1,90 @@
+"""The whole book as one PDF, for printing and reading offline.
+
+    python tools/pdf.py          # or: make pdf -> _build/pdf/residual-connections-measured.pdf
+
+jupyter-book builds the book as a single HTML page (``--builder singlehtml``, warnings as
+errors, the notebooks from the same execution cache as the site), then headless Chromium
+(Debian's package, the browser the tests use) waits for MathJax to typeset every formula
+and prints the page to PDF. The explorations print their first frame, as on a page without
+a kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from helpers.toc import ROOT  # noqa: E402
+
+SINGLE = ROOT / "_build" / "singlehtml"
+PAGE = SINGLE / "book.html"
+PDF = ROOT / "_build" / "pdf" / "residual-connections-measured.pdf"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                 "--no-first-run", "--disable-component-update", "--disable-sync"]
+
+
+def build_single_page(root: Path = ROOT) -> subprocess.CompletedProcess:
+    """``jupyter-book build --builder singlehtml`` into ``_build/singlehtml`` (warnings are errors),
+    then the page copied to ``_build/singlehtml/book.html`` (:data:`PAGE`).
+
+    Sphinx writes the single page under the root document's name (``book/preface.html``)
+    but links its scripts, styles and images as if it lay at the top of the build, where
+    the copy lies."""
+    env = dict(os.environ, COURSE_STATIC_BUILD="1", COURSE_SITE="1", COURSE_SEED="0")
+    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
+    result = subprocess.run([jupyter_book, "build", str(root), "--builder", "singlehtml", "-W", "-n", "--keep-going"],
+                            cwd=root, capture_output=True, text=True, env=env, timeout=1500)
+    if result.returncode == 0:
+        root_doc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))["root"]
+        shutil.copyfile(root / "_build" / "singlehtml" / f"{root_doc}.html", root / "_build" / "singlehtml" / PAGE.name)
+    return result
+
+
+def print_to_pdf(html: Path, out: Path, browser=None) -> Path:
+    """Print ``html`` to ``out`` (A4) with headless Chromium, after MathJax has finished.
+    ``browser``: a Playwright browser already running (the tests'); else one is started."""
+    if browser is None:
+        from playwright.sync_api import sync_playwright
+
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        if chromium is None:
+            raise RuntimeError("Chromium is not installed (apt-get install chromium)")
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                return print_to_pdf(html, out, browser)
+            finally:
+                browser.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page()
+    try:
+        page.goto(html.resolve().as_uri(), wait_until="load")
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
+        page.evaluate("() => MathJax.startup.promise.then(() => MathJax.typesetPromise())")
+        page.emulate_media(media="print")
+        page.pdf(path=str(out), format="A4", print_background=True,
+                 margin={"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"})
+    finally:
+        page.close()
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=PDF, help=f"the PDF (default {PDF.relative_to(ROOT)})")
+    args = parser.parse_args(argv)
+    build = build_single_page()
+    if build.returncode != 0:
+        sys.exit(f"the single-page build failed (warnings are errors):\n{build.stdout[-4000:]}\n{build.stderr[-3000:]}")
+    print(f"wrote {print_to_pdf(PAGE, args.out)}")
+
+
+if __name__ == "__main__":
+    main()
