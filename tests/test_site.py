@@ -153,3 +153,30 @@ def test_static_explorer_switches_frames_without_a_kernel(browser, server):
     tab.close()
     assert after != before and after.startswith("data:image/png")
     assert "(seed 1)" in alt
+
+
+def _luminance(rgb: str) -> float:
+    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+@pytest.mark.browser
+def test_explorers_and_checker_feedback_follow_dark_mode(browser, server):
+    """In dark mode the course's own outputs sit on the dark page with light text (WCAG
+    contrast at least 4.5), rather than on the light boxes myst-nb gives foreign HTML."""
+    context = browser.new_context()
+    context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+    tab = context.new_page()
+    tab.goto(f"{server}/book/ch1/05_why_it_works.html", wait_until="networkidle")
+    colours = tab.evaluate("""() => Array.from(document.querySelectorAll('.course-feedback, .course-explorer'))
+        .map(el => { let bg = el, c = getComputedStyle(el).color;
+            while (bg && getComputedStyle(bg).backgroundColor.match(/rgba\\(.*, 0\\)$/)) bg = bg.parentElement;
+            return [el.className, c, bg ? getComputedStyle(bg).backgroundColor : 'rgb(255, 255, 255)']; })""")
+    theme = tab.evaluate("() => document.documentElement.dataset.theme")
+    context.close()
+    assert theme == "dark" and len(colours) >= 3, (theme, colours)
+    for name, text, background in colours:
+        light, dark = sorted((_luminance(text), _luminance(background)), reverse=True)
+        assert _luminance(background) < 0.1, f"{name} sits on a light box in dark mode ({background})"
+        assert (light + 0.05) / (dark + 0.05) >= 4.5, f"{name}: text {text} on {background}"
