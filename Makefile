@@ -21,7 +21,7 @@ NOTEBOOK ?=
 SEEDS ?= 1-9
 PYTEST := $(BIN)/python -m pytest -ra
 
-.PHONY: site test sweep test-fast test-install lint benchmark pdf student grade lab serve clean
+.PHONY: site site-no-solutions test sweep test-fast test-install lint benchmark pdf student grade lab serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ lint: $(STAMP)
 
 benchmark: $(STAMP)   ## time every notebook and every stage of `make test`; writes benchmarks/speed.json
 	$(BIN)/python tools/benchmark.py
+
+site-no-solutions: $(STAMP)  ## the site without solutions, for a class: _build/no-solutions/_build/html
+	$(BIN)/python tools/execute.py
+	$(BIN)/python tools/site_without_solutions.py
 
 pdf: $(STAMP)         ## the whole book as one PDF: _build/pdf/residual-connections-measured.pdf (needs Chromium)
 	$(BIN)/python tools/execute.py

@@ -180,3 +180,19 @@ def test_explorers_and_checker_feedback_follow_dark_mode(browser, server):
         light, dark = sorted((_luminance(text), _luminance(background)), reverse=True)
         assert _luminance(background) < 0.1, f"{name} sits on a light box in dark mode ({background})"
         assert (light + 0.05) / (dark + 0.05) >= 4.5, f"{name}: text {text} on {background}"
+
+
+@pytest.mark.slow
+def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
+    """``make site-no-solutions``: the same pages, every solution gone, no notebook run again."""
+    from site_without_solutions import HTML, build
+
+    result = build()
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, f"the build failed (warnings are errors):\n{log[-4000:]}"
+    assert "Executing notebook" not in log, "it must take the notebooks from the site's cache"
+    for page in PAGES:
+        with_solutions, without = _html(site, page), (HTML / page).read_text(encoding="utf-8")
+        assert "Solution to" not in without and 'class="solution' not in without, page
+        assert with_solutions.count("exercise admonition") == without.count("exercise admonition"), page
+    assert "Solution to" in _html(site, "book/ch1/03_vanishing_gradients.html"), "the site itself keeps them"

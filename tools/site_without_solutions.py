@@ -1,0 +1,49 @@
+"""The site without solutions, for a class that should not see them (``make site-no-solutions``).
+
+    python tools/site_without_solutions.py     # -> _build/no-solutions/_build/html
+
+The same book and the same executed notebooks (the jupyter-cache of ``make site``), built
+with ``course_hide_solutions`` (``book/_ext/course_solutions.py``) into a folder of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from helpers.toc import ROOT  # noqa: E402
+from tools.execute import CACHE  # noqa: E402
+
+OUT = ROOT / "_build" / "no-solutions"
+HTML = OUT / "_build" / "html"
+
+
+def build(root: Path = ROOT, out: Path = OUT) -> subprocess.CompletedProcess:
+    """``jupyter-book build`` of ``root`` into ``out`` with solutions removed (warnings are errors)."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    config["execute"]["cache"] = str(CACHE)  # the site's executed notebooks
+    config["sphinx"].setdefault("config", {})["course_hide_solutions"] = True
+    # paths in the config are read relative to the config file, which lies elsewhere here
+    config["sphinx"]["local_extensions"] = {name: str(root / path)
+                                            for name, path in config["sphinx"]["local_extensions"].items()}
+    config["html"]["extra_footer"] = config["html"].get("extra_footer", "") + " This edition has no solutions."
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    env = dict(os.environ, COURSE_STATIC_BUILD="1", COURSE_SITE="1", COURSE_SEED="0")
+    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
+    return subprocess.run([jupyter_book, "build", str(root), "--config", str(out / "_config.yml"),
+                           "--path-output", str(out), "-W", "-n", "--keep-going"],
+                          cwd=root, capture_output=True, text=True, env=env, timeout=1500)
+
+
+if __name__ == "__main__":
+    result = build()
+    if result.returncode != 0:
+        sys.exit(f"the build failed (warnings are errors):\n{result.stdout[-4000:]}\n{result.stderr[-3000:]}")
+    print(f"wrote {HTML}")
