@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -31,6 +32,20 @@ def toc_files(root: Path = ROOT) -> list[Path]:
             raise FileNotFoundError(f"_toc.yml lists {stem!r}, but neither {stem}.ipynb nor {stem}.md exists")
         files.append(found[0])
     return files
+
+
+def page_title(path: Path) -> str:
+    """The first level-1 heading (``# ...``) of a page or notebook, as written."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    else:
+        text = path.read_text(encoding="utf-8")
+    title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
+    if title is None:
+        raise ValueError(f"{path} has no level-1 heading")
+    return title
 
 
 def toc_notebooks(root: Path = ROOT) -> list[Path]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -20,11 +19,10 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")  # the test process draws off-screen (the notebooks' kernels keep their inline backend)
 
 import pytest  # noqa: E402
-from sitebuild import TOOLS, build_site, execute_notebooks  # noqa: E402
+from sitebuild import build_site, execute_notebooks  # noqa: E402 (it puts tools/ on the path, for the tests too)
 
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
-sys.path.insert(0, str(TOOLS))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 STAGES: dict[str, float] = {}
 FILES: dict[str, float] = defaultdict(float)
@@ -64,16 +62,24 @@ def site(site_build):
 
 
 @pytest.fixture(scope="session")
+def student_archive(executed, tmp_path_factory) -> Path:
+    """The student edition's archive (``make student``), built once from the book's execution."""
+    from student import make_student_edition
+
+    assert not any(executed.values()), f"a notebook failed: {executed}"
+    return make_student_edition(tmp_path_factory.mktemp("edition"))
+
+
+@pytest.fixture(scope="session")
 def browser():
     """Headless Chromium (Debian's package), launched so that it makes no request of its own."""
     if CHROMIUM is None:
         pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+    from pdf import CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chrome = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-            "--no-first-run", "--disable-component-update", "--disable-sync"])
+        chrome = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chrome
         chrome.close()
 

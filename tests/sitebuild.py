@@ -7,19 +7,14 @@ cache into ``_build/html`` without executing anything again.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from helpers.toc import ROOT
 
 TOOLS = ROOT / "tools"
-
-
-def _bin(name: str) -> str:
-    return shutil.which(name, path=str(Path(sys.executable).parent)) or name
+sys.path.insert(0, str(TOOLS))
+from execute import build_book  # noqa: E402
 
 
 def execute_notebooks() -> subprocess.CompletedProcess:
@@ -34,6 +29,4 @@ def build_site(*, fresh: bool = True) -> subprocess.CompletedProcess:
     ``fresh`` re-reads every page (``--all``), so a warning of a page that did not change
     since the last build is raised again; notebooks still come from the cache.
     """
-    env = dict(os.environ, COURSE_STATIC_BUILD="1", COURSE_SITE="1", COURSE_SEED="0")
-    args = [_bin("jupyter-book"), "build", str(ROOT), "-W", "-n", "--keep-going"] + (["--all"] if fresh else [])
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1500)
+    return build_book(*(["--all"] if fresh else []))

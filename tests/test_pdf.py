@@ -5,21 +5,16 @@ from __future__ import annotations
 import re
 import unicodedata
 
-import nbformat
 import pytest
 
-from helpers.toc import ROOT, toc_files
+from helpers.toc import ROOT, page_title, toc_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 def _title(path) -> str:
-    """The first level-1 heading of a page or notebook."""
-    if path.suffix == ".ipynb":
-        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
-    else:
-        text = path.read_text(encoding="utf-8")
-    return next(line[2:].strip().replace("`", "") for line in text.splitlines() if line.startswith("# "))
+    """A page's title as the PDF prints it (code markup gone)."""
+    return page_title(path).replace("`", "")
 
 
 def _flat(text: str) -> str:

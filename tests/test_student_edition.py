@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from classroom import END, START
+from classroom import END, START, strip_solutions
 from plain_markdown import glued_text, plain_markdown
 
 from helpers.toc import ROOT, toc_notebooks
@@ -21,24 +21,13 @@ BIB = ROOT / "book" / "references.bib"
 
 
 def _solution_code() -> dict[str, list[str]]:
-    """{notebook: the source of each code cell between a solution-start and a solution-end}."""
+    """{notebook: the source of each code cell that ``strip_solutions`` removes}."""
     found = {}
     for path in NOTEBOOKS:
-        inside, cells = False, []
-        for cell in nbformat.read(path, as_version=4).cells:
-            inside = (inside or START in cell.source) and END not in cell.source
-            if inside and cell.cell_type == "code":
-                cells.append(cell.source)
-        found[path.name] = cells
+        nb = nbformat.read(path, as_version=4)
+        kept = {cell.id for cell in strip_solutions(nb).cells}
+        found[path.name] = [c.source for c in nb.cells if c.cell_type == "code" and c.id not in kept]
     return found
-
-
-@pytest.fixture(scope="module")
-def archive(executed, tmp_path_factory) -> Path:
-    from student import make_student_edition
-
-    assert not any(executed.values()), f"a notebook failed: {executed}"
-    return make_student_edition(tmp_path_factory.mktemp("edition"))
 
 
 def test_plain_markdown_has_no_sphinx_left():
@@ -59,8 +48,8 @@ def test_plain_markdown_has_no_sphinx_left():
 
 
 @pytest.mark.slow
-def test_student_edition_is_one_archive_without_solutions(archive):
-    with zipfile.ZipFile(archive) as z:
+def test_student_edition_is_one_archive_without_solutions(student_archive):
+    with zipfile.ZipFile(student_archive) as z:
         names = z.namelist()
         texts = {n: z.read(n) for n in names if not n.endswith("/")}
     top = {n.split("/")[1] for n in names if n.count("/") >= 1 and n.split("/")[1]}
@@ -92,9 +81,9 @@ def test_student_edition_is_one_archive_without_solutions(archive):
 
 
 @pytest.mark.install
-def test_student_edition_installs_and_runs_in_a_clean_venv(archive, tmp_path):
+def test_student_edition_installs_and_runs_in_a_clean_venv(student_archive, tmp_path):
     """The README's first command on a fresh venv, then a notebook run from the top."""
-    with zipfile.ZipFile(archive) as z:
+    with zipfile.ZipFile(student_archive) as z:
         z.extractall(tmp_path)
     folder = tmp_path / "residual-course-student"
     readme = (folder / "README.md").read_text(encoding="utf-8")

@@ -22,6 +22,8 @@ import argparse
 import hashlib
 import logging
 import os
+import shutil
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -95,14 +97,40 @@ def site_environment():
     """Set :data:`SITE_ENVIRONMENT` for the duration; unset the claims-only switch and any
     ``MPLBACKEND`` (the kernels must keep Jupyter's inline backend, or no figure is shown)."""
     saved = dict(os.environ)
-    os.environ.update(SITE_ENVIRONMENT)
-    for name in ("COURSE_CLAIMS_ONLY", "MPLBACKEND"):
-        os.environ.pop(name, None)
+    os.environ.clear()
+    os.environ.update(_without_claims_only_switches(saved))
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def _without_claims_only_switches(environ) -> dict[str, str]:
+    """``environ`` with :data:`SITE_ENVIRONMENT` set, and without the claims-only switch and any
+    ``MPLBACKEND`` (the kernels must keep Jupyter's inline backend, or no figure is shown)."""
+    env = {k: v for k, v in environ.items() if k not in ("COURSE_CLAIMS_ONLY", "MPLBACKEND")}
+    env.update(SITE_ENVIRONMENT)
+    return env
+
+
+def build_book(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess:
+    """``jupyter-book build ROOT -W -n --keep-going ARGS`` (warnings are errors) in the site's
+    environment, the notebooks read from the cache: the site, the PDF's single page and the
+    site without solutions are all built this way."""
+    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
+    return subprocess.run([jupyter_book, "build", str(root), "-W", "-n", "--keep-going", *args], cwd=root,
+                          capture_output=True, text=True, env=_without_claims_only_switches(os.environ),
+                          timeout=1500)
+
+
+def executed_notebook(path: Path, cache=None):
+    """The notebook at ``path`` with the outputs of its cached run (``KeyError`` if none matches
+    its current code)."""
+    import nbformat
+
+    cache = read_cache() if cache is None else cache
+    return cache.merge_match_into_notebook(nbformat.read(path, as_version=4))[1]
 
 
 def notebook_error(cache, path: Path) -> str | None:

@@ -12,7 +12,6 @@ a kernel.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -22,10 +21,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from helpers.toc import ROOT  # noqa: E402
+from tools.execute import build_book  # noqa: E402
 
 SINGLE = ROOT / "_build" / "singlehtml"
 PAGE = SINGLE / "book.html"
 PDF = ROOT / "_build" / "pdf" / "residual-connections-measured.pdf"
+# Headless Chromium that makes no request of its own (the browser tests launch it so too).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 
@@ -37,10 +38,7 @@ def build_single_page(root: Path = ROOT) -> subprocess.CompletedProcess:
     Sphinx writes the single page under the root document's name (``book/preface.html``)
     but links its scripts, styles and images as if it lay at the top of the build, where
     the copy lies."""
-    env = dict(os.environ, COURSE_STATIC_BUILD="1", COURSE_SITE="1", COURSE_SEED="0")
-    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
-    result = subprocess.run([jupyter_book, "build", str(root), "--builder", "singlehtml", "-W", "-n", "--keep-going"],
-                            cwd=root, capture_output=True, text=True, env=env, timeout=1500)
+    result = build_book("--builder", "singlehtml", root=root)
     if result.returncode == 0:
         root_doc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))["root"]
         shutil.copyfile(root / "_build" / "singlehtml" / f"{root_doc}.html", root / "_build" / "singlehtml" / PAGE.name)

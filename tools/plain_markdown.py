@@ -15,6 +15,7 @@ student edition therefore rewrites each markdown cell:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +30,7 @@ OPTION = re.compile(r"^:[a-z-]+:.*$")
 
 def citation(key: str, bib: Path) -> str:
     """``Author year``, ``A and B year`` or ``A et al. year`` for ``key`` in ``bib``."""
-    entry = _entries(bib).get(key)
+    entry = _entries(Path(bib)).get(key)
     if entry is None:
         raise ValueError(f"{key!r} is not in {bib}")
     names = [" ".join(p.last_names) for p in entry.persons.get("author", [])] or [entry.fields.get("title", key)]
@@ -37,13 +38,9 @@ def citation(key: str, bib: Path) -> str:
     return f"{who} {entry.fields.get('year', '')}".strip()
 
 
-_BIB: dict[Path, dict] = {}
-
-
+@functools.lru_cache
 def _entries(bib: Path) -> dict:
-    if bib not in _BIB:
-        _BIB[bib] = dict(parse_file(str(bib), bib_format="bibtex").entries)
-    return _BIB[bib]
+    return dict(parse_file(str(bib), bib_format="bibtex").entries)
 
 
 def glued_text(value: str, spec: str) -> str:

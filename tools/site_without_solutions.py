@@ -8,8 +8,6 @@ with ``course_hide_solutions`` (``book/_ext/course_solutions.py``) into a folder
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +16,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from helpers.toc import ROOT  # noqa: E402
-from tools.execute import CACHE  # noqa: E402
+from tools.execute import CACHE, build_book  # noqa: E402
 
 OUT = ROOT / "_build" / "no-solutions"
 HTML = OUT / "_build" / "html"
@@ -35,11 +33,7 @@ def build(root: Path = ROOT, out: Path = OUT) -> subprocess.CompletedProcess:
     config["html"]["extra_footer"] = config["html"].get("extra_footer", "") + " This edition has no solutions."
     out.mkdir(parents=True, exist_ok=True)
     (out / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    env = dict(os.environ, COURSE_STATIC_BUILD="1", COURSE_SITE="1", COURSE_SEED="0")
-    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
-    return subprocess.run([jupyter_book, "build", str(root), "--config", str(out / "_config.yml"),
-                           "--path-output", str(out), "-W", "-n", "--keep-going"],
-                          cwd=root, capture_output=True, text=True, env=env, timeout=1500)
+    return build_book("--config", str(out / "_config.yml"), "--path-output", str(out), root=root)
 
 
 if __name__ == "__main__":

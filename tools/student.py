@@ -27,20 +27,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.toc import ROOT, toc_notebooks  # noqa: E402
+from helpers.toc import ROOT, page_title, toc_notebooks  # noqa: E402
 from tools.classroom import release  # noqa: E402
-from tools.execute import CACHE, read_cache  # noqa: E402
+from tools.execute import CACHE, executed_notebook, read_cache  # noqa: E402
 from tools.plain_markdown import glued_values, plain_markdown  # noqa: E402
 
 NAME = "residual-course-student"
-# What the notebooks import, and JupyterLab to run them: their pins come from the book's requirements.txt.
-STUDENT_PACKAGES = ("torch", "numpy", "scikit-learn", "matplotlib", "ipywidgets", "ipykernel", "ipython", "tqdm",
-                    "nbformat", "pyyaml", "jupyterlab")
+# Besides what ``helpers`` needs (its wheel's dependencies): JupyterLab and a kernel to run the notebooks.
+TO_RUN_NOTEBOOKS = ("ipykernel", "jupyterlab")
 
 README = """# Residual Connections, Measured: student edition
 
@@ -67,17 +67,23 @@ Run All Cells).
 """
 
 
-def student_requirements(root: Path = ROOT) -> str:
-    """The pins of :data:`STUDENT_PACKAGES` from the book's ``requirements.txt``."""
+def student_requirements(wheel: Path, root: Path = ROOT) -> str:
+    """The book's pins (``requirements.txt``) of the ``wheel``'s dependencies and of
+    :data:`TO_RUN_NOTEBOOKS`, then the wheel itself."""
+    with zipfile.ZipFile(wheel) as z:
+        metadata = next(z.read(n).decode() for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    needed = [re.match(r"[A-Za-z0-9_.-]+", line.removeprefix("Requires-Dist:").strip())[0].lower()
+              for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     pins = {}
     for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
         match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
         if match:
             pins[match[1].lower()] = line.strip()
-    missing = [p for p in STUDENT_PACKAGES if p not in pins]
+    packages = [*needed, *TO_RUN_NOTEBOOKS]
+    missing = [p for p in packages if p not in pins]
     if missing:
         raise ValueError(f"requirements.txt has no exact pin for {missing}")
-    return "\n".join(pins[p] for p in STUDENT_PACKAGES) + "\n"
+    return "".join(f"{pins[p]}\n" for p in packages) + f"./wheels/{wheel.name}\n"
 
 
 def build_wheel(out_dir: Path, root: Path = ROOT) -> Path:
@@ -96,26 +102,19 @@ def build_wheel(out_dir: Path, root: Path = ROOT) -> Path:
 
 def _glued(root: Path) -> dict[str, dict[str, str]]:
     """{notebook file name: {glue name: value}} from the executed notebooks in the cache."""
-    cache, glued = read_cache(CACHE if root == ROOT else root / "_build" / ".jupyter_cache"), {}
+    cache, glued = read_cache(root / CACHE.relative_to(ROOT)), {}
     for path in toc_notebooks(root):
         try:
-            _, executed = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
+            glued[path.name] = glued_values(executed_notebook(path, cache))
         except KeyError as err:
             raise RuntimeError(f"{path.relative_to(root)} has not been executed for its current code: run "
                                "`python tools/execute.py` (or `make site`) first") from err
-        glued[path.name] = glued_values(executed)
     return glued
 
 
 def _contents(notebooks: list[Path]) -> str:
     """A list of links to ``notebooks`` under their first headings (for ``{tableofcontents}``)."""
-    items = []
-    for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
-        title = next((line.lstrip("# ").strip() for c in nb.cells if c.cell_type == "markdown"
-                      for line in c.source.splitlines() if line.startswith("# ")), path.stem)
-        items.append(f"1. [{title}]({path.name})")
-    return "\n".join(items)
+    return "\n".join(f"1. [{page_title(path)}]({path.name})" for path in notebooks)
 
 
 def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
@@ -144,8 +143,7 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
             text = index.read_text(encoding="utf-8").replace("```{tableofcontents}\n```", _contents(notebooks))
             (folder / chapter / "index.md").write_text(plain(text, "index.md"), encoding="utf-8")
     wheel = build_wheel(folder / "wheels", root)
-    (folder / "requirements.txt").write_text(
-        student_requirements(root) + f"./wheels/{wheel.name}\n", encoding="utf-8")
+    (folder / "requirements.txt").write_text(student_requirements(wheel, root), encoding="utf-8")
     (folder / "README.md").write_text(README, encoding="utf-8")
     return Path(shutil.make_archive(str(out_dir / NAME), "zip", out_dir, NAME))
 

@@ -119,18 +119,16 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         if is_site_build():
-            items = "".join(f"<li>{html.escape(line)}</li>" for line in self.tests or ["the answer you record"])
-            return (f'<div class="course-feedback" data-passed="{str(self.passed).lower()}" '
-                    f'style="border-left:4px solid #7570b3;padding-left:8px">'
-                    f"<strong>{html.escape(self.exercise)}: what the checker tests</strong><ul>{items}</ul>"
-                    "<em>Run this notebook to check your own answer: on this page the checker ran the "
-                    "hidden solution.</em></div>")
-        color = "#1b9e77" if self.passed else "#d95f02"
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.lines)
-        status = "all checks passed" if self.passed else "not yet"
+            color, head, lines = "#7570b3", "what the checker tests", self.tests or ["the answer you record"]
+            tail = ("<em>Run this notebook to check your own answer: on this page the checker ran the "
+                    "hidden solution.</em>")
+        else:
+            color, lines, tail = ("#1b9e77" if self.passed else "#d95f02"), self.lines, ""
+            head = "all checks passed." if self.passed else "not yet."
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
         return (f'<div class="course-feedback" data-passed="{str(self.passed).lower()}" '
                 f'style="border-left:4px solid {color};padding-left:8px">'
-                f"<strong>{html.escape(self.exercise)}: {status}.</strong><ul>{items}</ul></div>")
+                f"<strong>{html.escape(self.exercise)}: {head}</strong><ul>{items}</ul>{tail}</div>")
 
     def __bool__(self) -> bool:
         return self.passed
