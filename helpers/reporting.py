@@ -43,12 +43,23 @@ def as_number(name: str, value) -> int | float:
     return value
 
 
-def glue(name: str, value) -> None:
-    """Store ``value`` under ``name`` for ``{glue:text}`name:.2f``` in the prose.
+def glue(*name_and_value, **values) -> None:
+    """Store each value for the prose: ``glue("name", value)`` or, for several at once,
+    ``glue(name=value, other=value)``; the text shows them with ``{glue:text}`name:.2f```.
 
     Returns nothing, so that a ``glue`` call at the end of a cell prints nothing."""
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"name must be an identifier-like string, got {name!r}")
-    number = as_number(name, value)
+    if name_and_value:
+        if len(name_and_value) != 2:
+            raise TypeError("glue takes a name and a value, or name=value pairs")
+        name, value = name_and_value
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"name must be an identifier-like string, got {name!r}")
+        if name in values:
+            raise ValueError(f"{name!r} is given twice")
+        values = {name: value, **values}
+    if not values:
+        raise TypeError("glue needs a name and a value, or name=value pairs")
+    numbers = {name: as_number(name, value) for name, value in values.items()}
     if _myst_glue is not None:
-        _myst_glue(name, number, display=False)
+        for name, number in numbers.items():
+            _myst_glue(name, number, display=False)

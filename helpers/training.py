@@ -47,27 +47,31 @@ def make_optimizer(model, name: str, lr: float, momentum: float,
     return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
 
-def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: float,
-        batch_size: int = 128, momentum: float = 0.9, weight_decay: float = 1e-4,
-        optimizer: str = "sgd", seed: int = 0, progress: bool | None = None,
-        description: str = "training") -> History:
-    """Train ``model`` to classify ``x`` as ``y`` with cross-entropy; return its :class:`History`.
+def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int,
+        lr: float, batch_size: int = 128, momentum: float = 0.9,
+        weight_decay: float = 1e-4, optimizer: str = "sgd", seed: int = 0,
+        progress: bool | None = None, description: str = "training") -> History:
+    """Train ``model`` to classify ``x`` as ``y`` with cross-entropy; return
+    its :class:`History`.
 
-    ``seed`` fixes the order of the mini-batches (the model's init is the caller's).
-    ``progress=None`` shows a bar unless this is a static build.
+    ``seed`` fixes the order of the mini-batches (the model's init is the
+    caller's). ``progress=None`` shows a bar unless this is a static build.
     """
     epochs = positive_int("epochs", epochs)
     batch_size = positive_int("batch_size", batch_size)
     lr = real_number("lr", lr, low=0.0, low_inclusive=False)
     if len(x) != len(y):
-        raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
-    opt = make_optimizer(model, optimizer, lr, real_number("momentum", momentum, low=0.0),
-                         real_number("weight_decay", weight_decay, low=0.0))
+        raise ValueError(f"x and y must have the same length, "
+                         f"got {len(x)} and {len(y)}")
+    momentum = real_number("momentum", momentum, low=0.0)
+    weight_decay = real_number("weight_decay", weight_decay, low=0.0)
+    opt = make_optimizer(model, optimizer, lr, momentum, weight_decay)
     gen = generator(seed)
     show = (not is_static_build()) if progress is None else bool(progress)
     history = History()
     model.train()
-    for _ in tqdm(range(epochs), desc=description, disable=not show, leave=False):
+    for _ in tqdm(range(epochs), desc=description, disable=not show,
+                  leave=False):
         losses, errors, sizes = [], [], []
         for idx in torch.randperm(len(x), generator=gen).split(batch_size):
             logits = model(x[idx])
@@ -76,7 +80,8 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: 
             loss.backward()
             opt.step()
             losses.append(loss.item())
-            errors.append(float((logits.argmax(dim=1) != y[idx]).float().mean()))
+            wrong = logits.argmax(dim=1) != y[idx]
+            errors.append(float(wrong.float().mean()))
             sizes.append(len(idx))
         history.train_loss.append(float(np.average(losses, weights=sizes)))
         history.train_error.append(float(np.average(errors, weights=sizes)))

@@ -25,7 +25,7 @@ from IPython.display import Image, display
 
 from ._checks import non_empty
 from .environment import is_claims_only, is_static_build
-from .plots import to_png
+from .plots import SCALE, png_size, to_png
 
 MAX_FRAMES = 60
 
@@ -52,9 +52,14 @@ def render_frames(draw, controls: dict) -> dict[str, bytes]:
     return {_key(c): to_png(draw(**dict(zip(names, c)))) for c in combos}
 
 
+def label(name: str) -> str:
+    """A control's label for a reader: ``"branch scale"`` for the keyword ``branch_scale``."""
+    return name.replace("_", " ")
+
+
 def describe_choice(names, key: str) -> str:
     """Words for one combination, for alt text: ``"depth 8, norm none"`` for key ``"8|none"``."""
-    return ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in zip(names, key.split("|")))
+    return ", ".join(f"{label(name)} {value}" for name, value in zip(names, key.split("|")))
 
 
 def static_html(controls: dict, frames: dict[str, bytes], *, alt: str) -> str:
@@ -68,20 +73,23 @@ def static_html(controls: dict, frames: dict[str, bytes], *, alt: str) -> str:
             f'{" checked" if j == 0 else ""}> {html.escape(str(v))}</label> '
             for j, v in enumerate(controls[name])
         )
-        fieldsets.append(f"<fieldset><legend>{html.escape(name)}</legend>{buttons}</fieldset>")
+        fieldsets.append(f"<fieldset><legend>{html.escape(label(name))}</legend>{buttons}</fieldset>")
     first = next(iter(frames))
+    width = png_size(frames[first])[0] // SCALE
     sources = {k: "data:image/png;base64," + base64.b64encode(v).decode() for k, v in frames.items()}
     alts = {k: f"{alt} ({describe_choice(names, k)})" for k in frames}
+    later = {k: v for k, v in sources.items() if k != first}  # the first frame is the image's own src
     return f"""<div class="course-explorer" id="{uid}">
 <form class="course-explorer-controls">{"".join(fieldsets)}</form>
-<img class="course-explorer-image" src="{sources[first]}" alt="{html.escape(alts[first])}">
+<img class="course-explorer-image" src="{sources[first]}" width="{width}" alt="{html.escape(alts[first])}">
 <p class="course-explorer-note">Static version: every combination was computed when the page was
 built. Run the notebook in JupyterLab for the live widget.</p>
 <script>
 (function () {{
   const root = document.getElementById("{uid}");
-  const frames = {json.dumps(sources)};
   const img = root.querySelector("img");
+  const frames = {json.dumps(later)};
+  frames[{json.dumps(first)}] = img.getAttribute("src");
   const alts = {json.dumps(alts)};
   root.querySelector("form").addEventListener("change", function () {{
     const key = Array.from(root.querySelectorAll("fieldset")).map(function (fs) {{
@@ -99,12 +107,13 @@ def live_widget(controls: dict, frames: dict[str, bytes]) -> widgets.Widget:
     """ipywidgets controls (toggle buttons) that show the frame of the chosen combination."""
     names = list(controls)
     buttons = {
-        name: widgets.ToggleButtons(options=list(controls[name]), description=name,
+        name: widgets.ToggleButtons(options=list(controls[name]), description=label(name),
                                     style={"description_width": "initial"})
         for name in names
     }
     def show(**choice):
-        display(Image(data=frames[_key(choice[n] for n in names)]))
+        data = frames[_key(choice[n] for n in names)]
+        display(Image(data=data, width=png_size(data)[0] // SCALE))
 
     # interactive_output calls show with each control's value as a keyword.
     out = widgets.interactive_output(show, buttons)

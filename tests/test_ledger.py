@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -38,7 +39,7 @@ def test_the_ledger_reads_and_its_ids_are_unique():
 def test_every_entry_covers_its_cell_and_names_a_glued_number(path):
     entries = [e for e in read_ledger([path])]
     code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
-    glued = [_glue_pattern(m) for m in re.findall(r"""glue\(\s*(f?["'][^"']+["'])""", code)]
+    glued = _glued_patterns(code)
     for e in entries:
         if e.number:
             key = e.number["key"]
@@ -50,6 +51,25 @@ def test_every_entry_covers_its_cell_and_names_a_glued_number(path):
     for index, covered in by_cell.items():
         missing = set(_asserts(cells[index].source)) - covered
         assert not missing, f"{path.name}, cell {index}: asserts in no ledger entry: {missing}"
+
+
+def _glued_patterns(code: str) -> list[re.Pattern]:
+    """The names a notebook's ``glue`` calls store: ``glue("name", v)``, ``glue(f"{k}_x", v)``,
+    ``glue(name=v)`` and ``glue(**{f"{k}_x": v ...})``."""
+    names = []
+    for node in ast.walk(ast.parse(code)):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "glue"):
+            continue
+        if node.args:
+            names.append(ast.get_source_segment(code, node.args[0]))
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                names.append(repr(keyword.arg))
+            elif isinstance(keyword.value, ast.DictComp):
+                names.append(ast.get_source_segment(code, keyword.value.key))
+            elif isinstance(keyword.value, ast.Dict):
+                names += [ast.get_source_segment(code, k) for k in keyword.value.keys if k is not None]
+    return [_glue_pattern(n) for n in names if n and n.lstrip("f")[:1] in "\"'"]
 
 
 def _glue_pattern(literal: str) -> re.Pattern:

@@ -43,10 +43,50 @@ def test_a_claims_only_run_draws_one_frame(monkeypatch):
 
 def test_static_html_is_self_contained():
     controls = {"a": [1, 2], "b": ["x"]}
-    page = widgets.static_html(controls, widgets.render_frames(_draw, controls), alt="a line")
+    frames = widgets.render_frames(_draw, controls)
+    page = widgets.static_html(controls, frames, alt="a line")
     assert page.count('type="radio"') == 3
     assert "data:image/png;base64," in page and 'alt="a line (a 1, b x)"' in page
     assert "http://" not in page and "https://" not in page
+    # Each frame is in the page once (the first is the image's own src), shown at half its pixels.
+    assert page.count("data:image/png;base64,") == len(frames)
+    assert f'width="{plots.png_size(frames["1|x"])[0] // plots.SCALE}"' in page
+
+
+def test_controls_are_labelled_in_words():
+    controls = {"branch_scale": [1, 2]}
+    page = widgets.static_html(controls, widgets.render_frames(lambda branch_scale: _draw(branch_scale, 0), controls),
+                               alt="a line")
+    assert "<legend>branch scale</legend>" in page and 'alt="a line (branch scale 1)"' in page
+
+
+def test_figures_are_saved_at_twice_their_size_and_record_their_smallest_font():
+    import io
+
+    from PIL import Image
+
+    from helpers.plots.style import FONT_KEY, MIN_FONT_PT, smallest_font_pt
+
+    fig = _draw(1, 2)
+    fig.axes[0].annotate("tiny", (0.5, 0.5), fontsize=6)
+    assert smallest_font_pt(fig) == 6
+    data, shown = plots.figure_output(fig)
+    width, height = plots.png_size(data)
+    assert shown == {"width": width // 2, "height": height // 2}
+    assert 0.9 * 7.0 * 100 <= shown["width"] <= 1.05 * 7.0 * 100  # the house width, 7 in at 100 dpi
+    with Image.open(io.BytesIO(data)) as image:
+        assert float(image.text[FONT_KEY]) == pytest.approx(6 * 200 / 72, abs=0.01)
+    plt.close(fig)
+    assert MIN_FONT_PT >= 10
+    with pytest.raises(ValueError, match="PNG"):
+        plots.png_size(b"GIF89a" + bytes(30))
+
+
+def test_long_titles_wrap_to_the_figure_width():
+    fig = _draw(1, 2)
+    plots.title_figure(fig, "A finding stated in many words " * 4)
+    data = plots.to_png(fig)
+    assert plots.png_size(data)[0] <= 7.05 * 100 * plots.SCALE, "a long title must not widen the figure"
 
 
 def test_explore_displays_widget_and_fallback(monkeypatch):
@@ -113,6 +153,18 @@ def test_glue_converts_numbers_and_refuses_what_prose_cannot_show(monkeypatch):
         reporting.glue("f", np.ones(3))
     with pytest.raises(ValueError, match="name"):
         reporting.glue("not valid", 1.0)
+    # Several at once, by keyword; each is checked like a single one.
+    reporting.glue(g=1.5, h=np.int64(2))
+    assert stored["g"] == 1.5 and stored["h"] == 2
+    with pytest.raises(ValueError, match="finite"):
+        reporting.glue(i=1.0, j=float("inf"))
+    assert "i" not in stored, "nothing is stored when one value is refused"
+    with pytest.raises(TypeError, match="name=value"):
+        reporting.glue()
+    with pytest.raises(TypeError, match="name and a value"):
+        reporting.glue("k")
+    with pytest.raises(ValueError, match="twice"):
+        reporting.glue("k", 1.0, k=2.0)
 
 
 def test_house_style_keeps_the_interactive_flag_that_jupyter_sets():

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import threading
 from pathlib import Path
 
 import pytest
+from site_audit import MIN_FIGURE_TEXT_PX, PAGE_BUDGET_BYTES, WIDTHS, audit_page, serve
 
 from helpers.toc import ROOT, toc_files
 
@@ -104,13 +102,8 @@ def test_the_ledger_lists_every_claim_and_links_to_its_cell(site):
 
 @pytest.fixture(scope="module")
 def server(site):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    handler.log_message = lambda *args: None
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(site) as url:
+        yield url
 
 
 @pytest.mark.browser
@@ -142,6 +135,32 @@ def test_page_in_a_browser(browser, server, page):
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("page", PAGES)
+def test_page_layout_figure_text_and_weight(browser, server, page, width):
+    """What ``tools/site_audit.py`` measures, within its budgets, on a desktop and a phone:
+    nothing cut off at the column's edge; whatever scrolls sideways shows a scroll cue (and at
+    the desktop width no code cell scrolls at all); every figure's smallest text, as shown,
+    at least the agreed minimum; a first view of the page within the weight budget."""
+    report = audit_page(browser, server, page, width)
+    assert not report["errors"] and not report["foreign"], (report["errors"], report["foreign"])
+    assert report["page_px"] <= report["viewport_px"], f"{page} is wider than the screen at {width}"
+    assert not report["cut"], f"{page} at {width}: cut off at the column's edge: {report['cut'][:3]}"
+    silent = [s for s in report["scrolling"] if not s["cue"]]
+    assert not silent, f"{page} at {width}: scrolls with no cue: {silent[:3]}"
+    if width == "desktop":
+        code = [s for s in report["scrolling"] if s["code_input"]]
+        assert not code, f"{page}: code cells wider than the column at 1280 px: {code[:3]}"
+    unknown = [i["alt"] for i in report["images"] if i["text_px"] is None]
+    assert not unknown, f"{page}: figures that do not record their smallest font: {unknown}"
+    small = [(i["alt"], round(i["text_px"], 1)) for i in report["images"]
+             if i["text_px"] < MIN_FIGURE_TEXT_PX[width]]
+    assert not small, f"{page} at {width}: figure text under {MIN_FIGURE_TEXT_PX[width]} px: {small}"
+    assert report["total_bytes"] <= PAGE_BUDGET_BYTES, (
+        f"{page}: a first view transfers {report['total_bytes'] / 1e6:.2f} MB {report['weight']}")
+
+
+@pytest.mark.browser
 def test_static_explorer_switches_frames_without_a_kernel(browser, server):
     tab = browser.new_page()
     tab.goto(f"{server}/book/ch1/01_degradation.html", wait_until="networkidle")
@@ -151,7 +170,7 @@ def test_static_explorer_switches_frames_without_a_kernel(browser, server):
     explorer.locator("input[type=radio]").nth(1).check()
     after, alt = image.get_attribute("src"), image.get_attribute("alt")
     tab.close()
-    assert after != before and after.startswith("data:image/png")
+    assert after != before and after.endswith(".png"), "frames are image files, fetched when chosen"
     assert "(seed 1)" in alt
 
 
@@ -183,6 +202,7 @@ def test_explorers_and_checker_feedback_follow_dark_mode(browser, server):
 
 
 @pytest.mark.slow
+@pytest.mark.coursework
 def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
     """``make site-no-solutions``: the same pages, every solution gone, no notebook run again."""
     from site_without_solutions import HTML, build

@@ -86,9 +86,15 @@ def execute_book(notebooks=None, cache_path: Path = CACHE) -> dict[Path, str | N
         cache.add_nb_to_project(str(path))
     logger = logging.getLogger("course.execute")
     logger.setLevel(logging.INFO)  # jupyter-cache then reports one line per notebook, not every worker event
+    stale = [path for path in notebooks if cache.get_cached_project_nb(str(path)) is None]
     executor = load_executor("local-parallel", cache, logger=logger)
     with site_environment():  # the kernels inherit this process's environment
         executor.run_and_cache(filter_uris=[str(p) for p in notebooks], timeout=TIMEOUT, allow_errors=False)
+    # Sphinx re-reads a page only when its source file is newer than its last build: mark each
+    # notebook that was just run, so that `make site` shows its new outputs (after a change to
+    # `helpers`, say) without re-reading the whole book.
+    for path in stale:
+        path.touch()
     return {path: notebook_error(cache, path) for path in notebooks}
 
 

@@ -39,10 +39,13 @@ from ..seeding import seed_everything
 STACK_OPTIONS = {"norm": "none", "order": "post"}
 
 
-def fit_identity(model, x, steps: int, lr: float, weight_decay: float = 0.0) -> np.ndarray:
-    """Full-batch AdamW on ``||model(x) - x||^2 / Var(x)``; the relative loss before each step."""
+def fit_identity(model, x, steps: int, lr: float,
+                 weight_decay: float = 0.0) -> np.ndarray:
+    """Full-batch AdamW on ``||model(x) - x||^2 / Var(x)``; the relative loss
+    before each step."""
     var = float(x.var(dim=0, unbiased=False).mean())
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr,
+                            weight_decay=weight_decay, foreach=True)
     losses = np.empty(steps)
     for step in range(steps):
         loss = nn.functional.mse_loss(model(x), x) / var

@@ -42,22 +42,28 @@ def _default_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
     return layers
 
 
-def gradient_profile(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor,
-                     layers=None) -> GradientProfile:
-    """Run ``loss_fn(model(x), y)`` forward and backward once and return a :class:`GradientProfile`.
+def gradient_profile(model: nn.Module, loss_fn, x: torch.Tensor,
+                     y: torch.Tensor, layers=None) -> GradientProfile:
+    """Run ``loss_fn(model(x), y)`` forward and backward once and return a
+    :class:`GradientProfile`.
 
-    ``layers`` is a list of ``(name, module)`` pairs with a ``weight`` parameter; default:
-    every ``nn.Linear`` of ``model``. Existing ``.grad`` values are cleared first.
+    ``layers`` is a list of ``(name, module)`` pairs with a ``weight``
+    parameter; default: every ``nn.Linear`` of ``model``. Existing ``.grad``
+    values are cleared first.
     """
     if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+        raise TypeError(f"loss_fn must be callable, "
+                        f"got {type(loss_fn).__name__}")
     layers = list(layers) if layers is not None else _default_layers(model)
     captured: dict[str, float] = {}
     handles = []
 
     def watch(name):
+        def record(grad):
+            captured[name] = float(grad.double().norm())
+
         def forward_hook(_module, _inputs, output):
-            output.register_hook(lambda g: captured.__setitem__(name, float(g.double().norm())))
+            output.register_hook(record)
         return forward_hook
 
     for name, module in layers:

@@ -24,8 +24,10 @@ from .._checks import non_empty
 from ..seeding import generator
 
 
-def filter_normalised_direction(model: torch.nn.Module, seed: int = 0) -> dict[str, torch.Tensor]:
-    """A random direction, one tensor per parameter name, filter-normalised to ``model``."""
+def filter_normalised_direction(model: torch.nn.Module,
+                                seed: int = 0) -> dict[str, torch.Tensor]:
+    """A random direction, one tensor per parameter name, filter-normalised
+    to ``model``."""
     gen = generator(seed)
     direction = {}
     for name, p in model.named_parameters():
@@ -35,7 +37,8 @@ def filter_normalised_direction(model: torch.nn.Module, seed: int = 0) -> dict[s
         d = torch.randn(p.shape, generator=gen, dtype=p.dtype)
         rows_d = d.reshape(len(d), -1).norm(dim=1)
         rows_p = p.detach().reshape(len(p), -1).norm(dim=1)
-        scale = (rows_p / rows_d.clamp_min(1e-12)).reshape(-1, *([1] * (p.dim() - 1)))
+        scale = rows_p / rows_d.clamp_min(1e-12)
+        scale = scale.reshape(-1, *([1] * (p.dim() - 1)))
         direction[name] = d * scale
     return direction
 

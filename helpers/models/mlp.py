@@ -77,8 +77,9 @@ class Block(nn.Module):
         if self.order == "post":
             h = self.norm2(self.fc2(torch.relu(self.norm1(self.fc1(x)))))
         else:
-            h = self.fc2(torch.relu(self.norm2(self.fc1(torch.relu(self.norm1(x))))))
-        # A scale of exactly 1 is skipped: the product would be the same, one operation slower.
+            h = torch.relu(self.norm1(x))
+            h = self.fc2(torch.relu(self.norm2(self.fc1(h))))
+        # A scale of exactly 1 is skipped: the same product, one operation less.
         return h if self.branch_scale == 1.0 else self.branch_scale * h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -155,7 +156,8 @@ class DeepMLP(nn.Module):
         return [(n, m) for n, m in self.named_modules() if isinstance(m, nn.Linear)]
 
     def twin(self) -> DeepMLP:
-        """A copy with the same parameters and the skip connections switched (plain <-> residual)."""
+        """A copy with the same parameters and the skip connections switched
+        (plain <-> residual)."""
         other = copy.deepcopy(self)
         other.kind = "plain" if self.kind == "residual" else "residual"
         for block in other.blocks:

@@ -9,14 +9,29 @@ from .gradients import gradient_profiles, norm_order_by_depth, singular_value_hi
 from .history import imagenet_history
 from .landscape import loss_slices, loss_surfaces
 from .lesion import lesion_by_block, lesion_by_count, lesion_frame, path_lengths
-from .style import COLORS, band, finish, house_style, new_figure, to_png
+from .style import (
+    COLORS,
+    SCALE,
+    band,
+    figure_output,
+    finish,
+    house_style,
+    install_figure_format,
+    new_figure,
+    png_size,
+    title_figure,
+    to_png,
+)
 from .training import identity_race, learning_rate_sweep, training_curves
 
 __all__ = [
     "block_diagrams",
-    "COLORS", "band", "finish", "house_style", "new_figure", "to_png",
+    "COLORS", "SCALE", "band", "figure_output", "finish", "house_style", "install_figure_format", "new_figure",
+    "png_size", "title_figure", "to_png",
     "training_curves", "learning_rate_sweep", "identity_race", "gradient_profiles", "norm_order_by_depth",
     "singular_value_histograms",
     "imagenet_history", "loss_slices", "loss_surfaces", "path_lengths", "lesion_by_block",
     "lesion_by_count", "lesion_frame",
 ]
+
+install_figure_format()  # in a notebook: figures at twice their pixels, shown at their size

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
-from .style import COLORS, house_style, new_figure
+from .style import COLORS, house_style, new_figure, title_figure
 
 _STEPS = ("weight layer + BN", "ReLU", "weight layer + BN")
 
@@ -12,7 +12,7 @@ _STEPS = ("weight layer + BN", "ReLU", "weight layer + BN")
 def _box(ax, y: float, text: str, color: str) -> None:
     ax.add_patch(FancyBboxPatch((0.05, y - 0.28), 1.9, 0.56, boxstyle="round,pad=0.04",
                                 facecolor="white", edgecolor=color, linewidth=1.6))
-    ax.text(1.0, y, text, ha="center", va="center", fontsize=8.5)
+    ax.text(1.0, y, text, ha="center", va="center", fontsize=10)
 
 
 def _arrow(ax, start, end, color: str) -> None:
@@ -45,7 +45,7 @@ def block_diagrams(*, title: str):
                 _arrow(ax, (1.0, ys[-1] - 0.32), (1.0, 2.1), color)
                 ax.plot([1.0, 2.35, 2.35], [5.75, 5.75, 1.9], color=color, linewidth=1.4)
                 _arrow(ax, (2.35, 1.9), (1.2, 1.9), color)
-                ax.text(2.45, 3.9, "identity: x", ha="left", va="center", fontsize=9, color=color,
+                ax.text(2.45, 3.9, "identity: x", ha="left", va="center", fontsize=10, color=color,
                         rotation=90)
                 ax.text(-0.1, 4.0, "F(x)", ha="right", va="center", fontsize=10, style="italic")
                 _arrow(ax, (1.0, 1.7), (1.0, 1.22), color)
@@ -55,7 +55,7 @@ def block_diagrams(*, title: str):
                 ax.text(-0.1, 4.0, "H(x)", ha="right", va="center", fontsize=10, style="italic")
                 learns = "learns the whole map H(x)"
             _box(ax, 0.95, "ReLU", color)
-            ax.text(1.0, 0.0, learns, ha="center", va="center", fontsize=9)
+            ax.text(1.0, 0.0, learns, ha="center", va="center", fontsize=10)
             ax.set_title(f"{kind} block", color=color)
-        fig.suptitle(title, fontweight="bold")
+        title_figure(fig, title)
     return fig

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import DEPTH_STYLES, color_for, finish, house_style, new_figure
+from .style import DEPTH_STYLES, color_for, finish, house_style, new_figure, title_figure
 
 
 def gradient_profiles(profiles: dict, *, title: str, ax=None, which: str = "weight"):
@@ -36,8 +36,14 @@ def singular_value_histograms(spectra: dict, *, title: str, bins=None):
     to a 1-D array of singular values pooled over inputs. The dotted line marks 1: a
     singular value of 1 passes that direction through unchanged.
     """
-    fig, axes = new_figure(ncols=len(spectra), width=3.5 * len(spectra), height=3.2, sharey=True)
-    axes = np.atleast_1d(axes)
+    # At most two panels a row, so that each is legible in the page's column.
+    ncols = min(2, len(spectra))
+    nrows = -(-len(spectra) // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=7.0, height=0.5 + 2.9 * nrows, sharey=True,
+                           sharex=True, squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(spectra):]:
+        ax.set_visible(False)
     top = max(float(np.max(v)) for v in spectra.values())
     bins = np.linspace(0, max(2.0, top * 1.02), 41) if bins is None else bins
     for i, (ax, (label, values)) in enumerate(zip(axes, spectra.items())):
@@ -48,7 +54,11 @@ def singular_value_histograms(spectra: dict, *, title: str, bins=None):
             ax.axvline(1.0, color="0.3", linestyle=":", linewidth=1)
         finish(ax, title=label, xlabel="singular value of the Jacobian", ylabel="share of values (%)",
                legend=False)
-    fig.suptitle(title, fontweight="bold")
+        if i < len(spectra) - ncols:  # the panels share their axes: label the bottom row and left column
+            ax.set_xlabel("")
+        if i % ncols:
+            ax.set_ylabel("")
+    title_figure(fig, title)
     return fig
 
 
@@ -65,7 +75,7 @@ def norm_order_by_depth(profiles: dict, *, title: str, orders=("Post-LN", "Pre-L
     depths = sorted(profiles)
     if len(depths) < 2:
         raise ValueError(f"profiles must hold at least two depths, got {depths}")
-    fig, (left, right) = new_figure(ncols=2, width=10.0, height=4.4)
+    fig, (left, right) = new_figure(nrows=2, width=7.0, height=8.2)
     slopes = {"Post-LN": 0.0, "Pre-LN": -0.5}
     for i, order in enumerate(orders):
         color = color_for(order, i)
@@ -84,11 +94,11 @@ def norm_order_by_depth(profiles: dict, *, title: str, orders=("Post-LN", "Pre-L
     with house_style():
         right.set_xticks(depths, [str(n) for n in depths])
         right.minorticks_off()
-        left.legend(fontsize=7, ncols=len(orders), loc="upper center", bbox_to_anchor=(0.5, -0.2))
-        right.legend(fontsize=7)
+        left.legend(fontsize=10, ncols=len(orders), loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        right.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     finish(left, title=f"Each layer, at {len(depths)} depths", xlabel="layer (1 = next to the input)",
            ylabel="gradient norm ||dL/dW2|| (log)", legend=False)
     finish(right, title="The last layer, against depth", xlabel="number of layers N (log)",
            ylabel="last layer's ||dL/dW2|| (log)", legend=False)
-    fig.suptitle(title, fontweight="bold")
+    title_figure(fig, title)
     return fig

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import matplotlib
 from matplotlib.patches import Patch
 
-from .style import COLORS, finish, house_style, new_figure
+from .style import COLORS, finish, house_style, new_figure, wrap
 
 PLAIN_GREY = "0.6"
 """Bars of non-residual nets (the course's orange is for its own plain twins, not for these)."""
@@ -25,7 +26,7 @@ def imagenet_history(entries, *, title: str):
     entries = list(entries)
     if not entries:
         raise ValueError("entries must not be empty")
-    fig, ax = new_figure(width=7.5, height=0.5 * len(entries) + 1.4)
+    fig, ax = new_figure(width=7.0, height=0.5 * len(entries) + 1.4)
     labels = [_label(e) for e in entries][::-1]
     values = [e.top5_error for e in entries][::-1]
     colors = [COLORS["residual"] if e.residual else PLAIN_GREY for e in entries][::-1]
@@ -35,15 +36,18 @@ def imagenet_history(entries, *, title: str):
         for bar, hatch in zip(bars, hatches):
             if hatch:
                 bar.set_edgecolor("0.15")
-        ax.bar_label(bars, fmt="%.2f %%", padding=3, fontsize=9)
+        ax.bar_label(bars, fmt="%.2f %%", padding=3, fontsize=10)
         ax.set_xlim(0, max(values) * 1.2)
         ax.grid(axis="y", visible=False)
-        ax.tick_params(axis="y", labelsize=8)
+        ax.tick_params(axis="y", labelsize=10)
         handles = [Patch(color=PLAIN_GREY, label="non-residual nets"),
                    Patch(color=COLORS["residual"], label="residual nets")]
         if any(hatches):
             handles.append(Patch(facecolor="white", edgecolor="0.15", hatch="///",
                                  label="a single net (validation set)"))
-        ax.legend(handles=handles, loc="lower right", fontsize=8)
+        ax.legend(handles=handles, loc="lower right", fontsize=10)
     finish(ax, title=title, xlabel="ImageNet top-5 error (%)", ylabel="entry (kind of result)", legend=False)
+    # The entries' labels take about 40 % of the width: a title centred on the bars fits in the rest.
+    with house_style():
+        ax.set_title(wrap(title, 0.55 * fig.get_figwidth(), matplotlib.rcParams["axes.titlesize"]))
     return fig

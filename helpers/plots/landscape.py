@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import color_for, finish, house_style, new_figure
+from .style import color_for, finish, house_style, new_figure, title_figure
 
 LEVELS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 """The contour levels of the 2-D maps, as rises of the training loss above the trained net's own loss."""
@@ -30,7 +30,7 @@ def loss_surfaces(alphas, surfaces: dict, *, title: str, basin: float = 0.5, lev
     Contours are drawn at ``levels`` *above the loss at the centre* (the trained
     parameters), the same for every panel; the thick contour is ``basin``.
     """
-    fig, axes = new_figure(ncols=len(surfaces), width=3.6 * len(surfaces) + 0.8, height=3.6)
+    fig, axes = new_figure(ncols=len(surfaces), width=7.0, height=0.9 + 5.6 / len(surfaces))
     axes = np.atleast_1d(axes)
     for ax, (label, surface) in zip(axes, surfaces.items()):
         surface = np.asarray(surface, dtype=float)
@@ -45,5 +45,5 @@ def loss_surfaces(alphas, surfaces: dict, *, title: str, basin: float = 0.5, lev
                legend=False)
     cbar = fig.colorbar(cs, ax=list(axes), shrink=0.9)
     cbar.set_label("loss above the trained net's (contours)")
-    fig.suptitle(title, fontweight="bold")
+    title_figure(fig, title)
     return fig

@@ -32,7 +32,7 @@ def lesion_by_block(errors: dict, *, intact: dict, title: str):
                        label=f"{kind}: intact")
             ax.axhline(90, color="0.5", linestyle=":", linewidth=1)
     ax.set_ylim(0, 100)
-    ax.annotate("chance (90 %)", (1, 90), textcoords="offset points", xytext=(0, 3), fontsize=8, color="0.3")
+    ax.annotate("chance (90 %)", (1, 90), textcoords="offset points", xytext=(0, 3), fontsize=10, color="0.3")
     finish(ax, title=title, xlabel="deleted block (1 = next to the input)", ylabel="test error (%)")
     return fig
 
@@ -73,7 +73,7 @@ def lesion_frame(n_blocks: int, deleted, errors: dict, intact: dict):
         bottom.barh(y - 0.2, [100 * intact[k] for k in kinds], height=0.4, color="0.75", label="intact")
         bars = bottom.barh(y + 0.2, [100 * errors[k] for k in kinds], height=0.4,
                            color=[COLORS[k] for k in kinds], label="with the deletion")
-        bottom.bar_label(bars, fmt="%.1f %%", padding=3, fontsize=9)
+        bottom.bar_label(bars, fmt="%.1f %%", padding=3, fontsize=10)
         bottom.set_yticks(y, kinds)
         bottom.set_xlim(0, 105)
         bottom.invert_yaxis()

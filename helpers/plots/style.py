@@ -8,6 +8,8 @@ Plain nets are always orange, residual nets always green.
 from __future__ import annotations
 
 import io
+import struct
+import textwrap
 from contextlib import contextmanager
 
 import matplotlib
@@ -33,8 +35,8 @@ STYLE = {
     "figure.dpi": 100,
     "savefig.dpi": 100,
     "figure.figsize": (7.0, 3.6),
-    "font.size": 10,
-    "axes.titlesize": 11,
+    "font.size": 11,
+    "axes.titlesize": 11.5,
     "axes.titleweight": "bold",
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -66,13 +68,32 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 7.0, height: fl
     return fig, axes
 
 
+def wrap(text: str, width_in: float, fontsize: float) -> str:
+    """``text`` broken into lines that fit ``width_in`` inches at ``fontsize`` points (an
+    average glyph of DejaVu Sans is about 0.6 em wide), so that a long title never widens
+    its figure beyond the page's column."""
+    return textwrap.fill(text, width=max(20, int(width_in * 72 / (0.6 * fontsize))))
+
+
+def title_figure(fig, title: str):
+    """The figure's own title (above all its panels), wrapped to the figure's width."""
+    with house_style():
+        size = matplotlib.rcParams["axes.titlesize"]
+        fig.suptitle(wrap(title, fig.get_figwidth(), size), fontweight="bold", fontsize=size)
+    return fig
+
+
 def finish(ax, *, title: str, xlabel: str, ylabel: str, legend: bool = True):
     """Title and label ``ax``; refuse an empty title or axis label."""
     for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{name} must be a non-empty string: every figure says what it shows")
     with house_style():
-        ax.set_title(title)
+        spec = ax.get_subplotspec()
+        columns = spec.get_gridspec().ncols if spec is not None else 1
+        # A panel is narrower than its share of the figure (labels and ticks take the rest).
+        width = 0.8 * ax.figure.get_figwidth() / columns
+        ax.set_title(wrap(title, width, matplotlib.rcParams["axes.titlesize"]))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if legend and ax.get_legend_handles_labels()[0]:
@@ -93,9 +114,73 @@ def band(ax, x, runs, *, label: str, color: str, linestyle: str = "-", marker: s
     return ax
 
 
-def to_png(fig) -> bytes:
-    """Render ``fig`` to PNG bytes and close it."""
+SCALE = 2
+"""Image pixels per CSS pixel in every saved figure, so figures stay sharp on high-density
+screens; the page shows each image at 1/SCALE of its pixel size."""
+
+MIN_FONT_PT = 10.0
+"""The smallest font a figure may use. At the house width (7 in, 700 CSS px) it shows at
+14 CSS px in a desktop column and about 7 px in a phone's 358 px column
+(``tools/site_audit.py`` checks each figure as displayed)."""
+
+FONT_KEY = "course:min-font-px"
+"""PNG text chunk holding the smallest font of the figure, in image pixels."""
+
+
+def smallest_font_pt(fig) -> float:
+    """The smallest font size (pt) of any visible, non-empty text in ``fig``."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=MIN_FONT_PT)
+
+
+def to_png(fig, *, close: bool = True) -> bytes:
+    """Render ``fig`` to PNG at :data:`SCALE` times its display size (``bbox_inches="tight"``)
+    and (by default) close it. The PNG records its smallest font in image pixels
+    (``smallest_font_pt x dpi / 72``) under :data:`FONT_KEY`."""
+    dpi = fig.get_dpi() * SCALE
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.05,
+                metadata={FONT_KEY: f"{smallest_font_pt(fig) * dpi / 72:.2f}"})
+    if close:
+        plt.close(fig)
     return buffer.getvalue()
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) in pixels of PNG ``data``, from its header."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("data must be a PNG image")
+    return struct.unpack(">II", data[16:24])
+
+
+def figure_output(fig) -> tuple[bytes, dict]:
+    """A figure as a notebook output: its PNG (:func:`to_png`, left open for pyplot to close)
+    and the display size, half its pixels, as IPython's ``retina`` format gives it."""
+    data = to_png(fig, close=False)
+    width, height = png_size(data)
+    return data, {"width": width // SCALE, "height": height // SCALE}
+
+
+def install_figure_format() -> bool:
+    """Make IPython show matplotlib figures with :func:`figure_output`; False outside IPython.
+
+    The inline backend registers its own PNG formatter when it is first loaded, so it is
+    loaded first and then replaced."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover (IPython comes with ipykernel)
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    try:
+        import matplotlib_inline.backend_inline  # noqa: F401 (registers the inline formatters once)
+    except ImportError:  # pragma: no cover
+        pass
+    from matplotlib.figure import Figure
+
+    formatter = shell.display_formatter.formatters["image/png"]
+    formatter.for_type(Figure, figure_output)
+    return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import COLORS, DEPTH_STYLES, band, finish, new_figure
+from .style import COLORS, DEPTH_STYLES, band, finish, new_figure, title_figure
 
 
 def training_curves(result, *, title: str, lr: float | None = None, seed: int | None = None):
@@ -14,7 +14,7 @@ def training_curves(result, *, title: str, lr: float | None = None, seed: int | 
     ``result`` is a :class:`helpers.experiments.degradation.DegradationResult`; lines are the mean over
     seeds, bands their min-max spread (the analogue of He et al. 2015, Fig. 6).
     """
-    fig, axes = new_figure(ncols=len(result.kinds), width=8.0, height=3.4, sharey=True)
+    fig, axes = new_figure(ncols=len(result.kinds), width=7.0, height=3.4, sharey=True)
     axes = np.atleast_1d(axes)
     epochs = np.arange(1, result.epochs + 1)
     rate = result.lr if lr is None else lr
@@ -28,14 +28,14 @@ def training_curves(result, *, title: str, lr: float | None = None, seed: int | 
             band(ax, epochs, 100 * result.curves[kind, depth, rate][rows], label=f"{kind}-{depth}",
                  color=COLORS[kind], linestyle=style)
         finish(ax, title=f"{kind} nets", xlabel="epoch", ylabel="training error (%)")
-    fig.suptitle(title, fontweight="bold")
+    title_figure(fig, title)
     return fig
 
 
 def learning_rate_sweep(result, *, title: str):
     """Final training error (%) against learning rate (log axis), one panel per kind of net,
     one line per depth: mean over seeds, bands the min-max spread; each depth's best rate ringed."""
-    fig, axes = new_figure(ncols=len(result.kinds), width=8.0, height=3.4, sharey=True)
+    fig, axes = new_figure(ncols=len(result.kinds), width=7.0, height=3.4, sharey=True)
     axes = np.atleast_1d(axes)
     lrs = np.array(result.lrs)
     for ax, kind in zip(axes, result.kinds):
@@ -49,7 +49,7 @@ def learning_rate_sweep(result, *, title: str):
         ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs])
         ax.minorticks_off()
         finish(ax, title=f"{kind} nets", xlabel="learning rate (log scale)", ylabel="final training error (%)")
-    fig.suptitle(title, fontweight="bold")
+    title_figure(fig, title)
     return fig
 
 
@@ -68,7 +68,7 @@ def identity_race(losses: dict, *, threshold: float, title: str):
                     label=f"{kind}, {n} block{'s' if n > 1 else ''}")
     ax.axhline(threshold, color="0.4", linestyle=":", linewidth=1)
     ax.annotate(f"threshold {threshold:g}", (1, threshold), textcoords="offset points",
-                xytext=(2, 3), fontsize=8, color="0.3")
+                xytext=(2, 3), fontsize=10, color="0.3")
     finish(ax, title=title, xlabel="training step (Adam, full batch)",
            ylabel="loss / Var(target) (log)")
     return fig

@@ -1,0 +1,48 @@
+"""The book's own Sphinx extensions (``book/_ext``), unit by unit; the site tests check them built."""
+
+from __future__ import annotations
+
+import base64
+import sys
+
+from helpers.toc import ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import course_explorers  # noqa: E402
+import course_icons  # noqa: E402
+import course_pages  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
+
+
+def test_icon_code_points_are_read_from_the_theme_script_and_only_used_icons_get_css():
+    script = 'var a={"magnifying-glass":[512,512,[128269,"search"],"f002","M0"],sun:[512,512,[9728],"f185","M1"]}'
+    points = course_icons.code_points(script)
+    assert points == {"magnifying-glass": "f002", "search": "f002", "sun": "f185"}
+    css = course_icons.icon_css({"sun", "solid", "lg"}, points)
+    assert '.fa-sun::before{content:"\\f185"}' in css
+    assert "magnifying" not in css and "solid" not in css, "only icons the pages use, and only icons"
+
+
+def test_the_icon_script_tag_is_recognised():
+    tag = '\n  <script defer src="../_static/scripts/fontawesome.js?digest=abc"></script>'
+    assert course_icons.SCRIPT_TAG.sub("", f"<head>{tag}</head>") == "<head></head>"
+
+
+def test_exploration_frames_become_files_named_by_content(tmp_path):
+    url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    body = (f'<p><img src="{url}"></p><div class="course-explorer" id="e"><img src="{url}">'
+            f'<script>const frames = {{"a": "{url}", "b": "{url}"}};</script>\n</div>')
+    out = course_explorers.frames_to_files(body, tmp_path, lambda target: "../" + target)
+    files = list((tmp_path / "_images").iterdir())
+    assert len(files) == 1 and files[0].read_bytes() == PNG, "equal frames are stored once"
+    assert out.count(f"../_images/{files[0].name}") == 3
+    assert out.startswith(f'<p><img src="{url}">'), "images outside an exploration are left alone"
+
+
+def test_chinese_runs_are_marked_and_the_rest_is_left_as_text():
+    parts = course_pages.chinese_spans("section 问题的根源：梯度消失 (the root)")
+    assert [p.astext() for p in parts] == ["section ", '<span lang="zh">问题的根源：梯度消失</span>', " (the root)"]
+    assert [p.astext() for p in course_pages.chinese_spans("no Chinese")] == ["no Chinese"]
+    quoted = course_pages.chinese_spans('核心洞见：不学整体，只学"差值"')
+    assert [p.astext() for p in quoted] == ['<span lang="zh">核心洞见：不学整体，只学&quot;差值</span>', '"']
