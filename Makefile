@@ -5,6 +5,7 @@
 # and what CI adds (.ci/run):
 #   make sweep  every notebook's claims for seeds 1-9 (CHAPTER=N for one chapter, NOTEBOOK=text
 #               for the notebooks whose name contains it, SEEDS=1-9)
+#   make test-coursework  a graded class, the student edition, the PDF, the site without solutions
 #   make test-install  the student edition installed into a clean venv and run (about 2 minutes)
 #
 # Each notebook is executed once per seed: tools/execute.py runs them side by side into
@@ -21,7 +22,7 @@ NOTEBOOK ?=
 SEEDS ?= 1-9
 PYTEST := $(BIN)/python -m pytest -ra
 
-.PHONY: site site-no-solutions test sweep test-fast test-install lint benchmark pdf student grade lab serve clean
+.PHONY: site site-no-solutions audit test sweep test-fast test-coursework test-install lint benchmark pdf student grade lab serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,13 +41,16 @@ site: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(PYTEST) -m "not sweep and not install" tests
+	$(PYTEST) -m "not sweep and not coursework" tests
 
 sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9)
 	CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
 
 test-fast: $(STAMP)   ## unit tests only (no notebook execution, site build or browser)
-	$(PYTEST) -m "not slow and not sweep and not install" tests
+	$(PYTEST) -m "not slow and not sweep and not coursework" tests
+
+test-coursework: $(STAMP) ## what an instructor hands out or collects: a graded class, the student edition, the PDF, the site without solutions
+	$(PYTEST) -m "coursework and not install" tests
 
 test-install: $(STAMP) ## the student edition, installed with its README's command into a clean venv, runs
 	$(PYTEST) -m install tests
@@ -75,6 +79,9 @@ grade: $(STAMP)       ## grade SUBMISSIONS=folder (one folder per student) for C
 
 lab: $(STAMP)
 	env -u COURSE_STATIC_BUILD $(BIN)/jupyter lab book
+
+audit: $(STAMP)       ## each page at 1280 px and 390 px: overflow, scroll cues, figure text, page weight
+	$(BIN)/python tools/site_audit.py
 
 serve:
 	$(PYTHON) -m http.server --directory _build/html 8000

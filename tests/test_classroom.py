@@ -122,6 +122,7 @@ def test_find_exercises_names_what_is_missing():
 
 
 @pytest.mark.slow
+@pytest.mark.coursework
 def test_a_class_is_graded_into_a_gradebook_with_the_expected_points(tmp_path):
     root = tmp_path / "book"
     _tiny_book(root)

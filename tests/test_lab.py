@@ -92,6 +92,7 @@ def lab(tmp_path, notebook):
         yield url
 
 
+@pytest.mark.coursework
 def test_the_student_edition_renders_in_jupyterlab(browser, tmp_path, student_archive):
     """A student opens a notebook of the student edition: exercises, numbers, citations and
     math render as on the site, with no raw MyST left on the page."""

@@ -9,7 +9,7 @@ import pytest
 
 from helpers.toc import ROOT, page_title, toc_files
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.coursework]
 
 
 def _title(path) -> str:

@@ -48,6 +48,7 @@ def test_plain_markdown_has_no_sphinx_left():
 
 
 @pytest.mark.slow
+@pytest.mark.coursework
 def test_student_edition_is_one_archive_without_solutions(student_archive):
     with zipfile.ZipFile(student_archive) as z:
         names = z.namelist()
@@ -81,6 +82,7 @@ def test_student_edition_is_one_archive_without_solutions(student_archive):
 
 
 @pytest.mark.install
+@pytest.mark.coursework
 def test_student_edition_installs_and_runs_in_a_clean_venv(student_archive, tmp_path):
     """The README's first command on a fresh venv, then a notebook run from the top."""
     with zipfile.ZipFile(student_archive) as z:
