@@ -120,7 +120,7 @@ screens; the page shows each image at 1/SCALE of its pixel size."""
 
 MIN_FONT_PT = 10.0
 """The smallest font a figure may use. At the house width (7 in, 700 CSS px) it shows at
-14 CSS px in a desktop column and about 7 px in a phone's 358 px column
+14 CSS px in a desktop column and about 6.8 px in a phone's (342 px)
 (``tools/site_audit.py`` checks each figure as displayed)."""
 
 FONT_KEY = "course:min-font-px"
