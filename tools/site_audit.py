@@ -8,6 +8,8 @@ For every page and width it records, in a real Chromium:
 * **figure text**: for every figure, the smallest text it holds as displayed, in CSS pixels
   (the smallest font in the saved image, recorded in the PNG by :mod:`helpers.plots.style`,
   times the scale at which the page shows the image);
+* **dark mode**: the same page switched to the dark theme, the colours of its prose and of
+  the course's own outputs and the backgrounds behind them;
 * **weight**: every byte the first view of the page transfers (each response as a web server
   sends it, gzip-compressed where that makes it smaller), by kind of resource.
 
@@ -72,6 +74,20 @@ LAYOUT_JS = r"""() => {
   return {column_px: Math.round(column.width), page_px: document.documentElement.scrollWidth,
           viewport_px: window.innerWidth, cut, scrolling, images};
 }"""
+
+
+DARK_JS = """() => {
+  const clear = el => /rgba\\(.*, 0\\)$/.test(getComputedStyle(el).backgroundColor);
+  const solid = el => { while (el && clear(el)) el = el.parentElement;
+                        return el ? getComputedStyle(el).backgroundColor : 'rgb(255, 255, 255)'; };
+  const article = document.querySelector('article.bd-article');
+  const own = Array.from(document.querySelectorAll('.course-feedback, .course-explorer'))
+      .map(el => [el.className, getComputedStyle(el).color, solid(el)]);
+  return {theme: document.documentElement.dataset.theme,
+          prose: [getComputedStyle(article.querySelector('p') || article).color, solid(article)], own};
+}"""
+"""In dark mode: the prose's colours and each of the course's own outputs' (explorations,
+checker feedback), each with the first solid background behind it."""
 
 
 def png_text(data: bytes) -> dict[str, str]:
@@ -146,6 +162,9 @@ def audit_page(browser, server: str, page: str, width: str, *, dark: bool = Fals
         tab.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0", timeout=20000)
         tab.wait_for_timeout(300)
     layout = tab.evaluate(LAYOUT_JS)
+    tab.evaluate("() => { const root = document.documentElement; root.dataset.theme = root.dataset.mode = 'dark'; }")
+    tab.wait_for_timeout(100)
+    dark = tab.evaluate(DARK_JS)
     weight: dict[str, int] = {}
     for response in responses:
         if not response.url.startswith(server):
@@ -160,7 +179,7 @@ def audit_page(browser, server: str, page: str, width: str, *, dark: bool = Fals
     for image in layout["images"]:
         image["text_px"] = figure_text_px(image, url)
         image["src"] = image["src"][:60]
-    return {"page": page, "width": width, **layout, "weight": weight, "total_bytes": sum(weight.values()),
+    return {"page": page, "width": width, **layout, "dark": dark, "weight": weight, "total_bytes": sum(weight.values()),
             "errors": errors, "foreign": foreign}
 
 
