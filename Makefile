@@ -36,8 +36,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 site: $(STAMP)
-	$(BIN)/python tools/execute.py
-	COURSE_SITE=1 COURSE_SEED=0 $(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python tools/execute.py --build
 
 test: $(STAMP)
 	$(BIN)/ruff check .

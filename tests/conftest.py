@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -23,7 +22,6 @@ from sitebuild import build_site, execute_notebooks  # noqa: E402 (it puts tools
 
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 STAGES: dict[str, float] = {}
 FILES: dict[str, float] = defaultdict(float)
 
@@ -73,13 +71,13 @@ def student_archive(executed, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def browser():
     """Headless Chromium (Debian's package), launched so that it makes no request of its own."""
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
-    from pdf import CHROMIUM_ARGS
+    from pdf import CHROMIUM, launch_chromium
     from playwright.sync_api import sync_playwright
 
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
     with sync_playwright() as pw:
-        chrome = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chrome = launch_chromium(pw)
         yield chrome
         chrome.close()
 

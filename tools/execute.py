@@ -1,6 +1,7 @@
 """Execute the book's notebooks once, side by side, into the cache the site build reads.
 
     python tools/execute.py            # every notebook in _toc.yml, seed 0; exit 1 if one fails
+    python tools/execute.py --build    # then the site, from the cache (`make site`)
 
 This is the one execution of each notebook that ``make site`` and ``make test`` share.
 It uses jupyter-cache (the cache that jupyter-book's ``execute_notebooks: cache`` reads)
@@ -152,6 +153,8 @@ def notebook_error(cache, path: Path) -> str | None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in _toc.yml")
+    parser.add_argument("--build", action="store_true",
+                        help="then build the site from the cache (build_book), as `make site` does")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     start = time.perf_counter()
@@ -160,7 +163,14 @@ def main(argv=None) -> int:
         status = "ok" if error is None else "FAILED\n" + error[-3000:]
         print(f"{path.relative_to(ROOT)}: {status}", flush=True)
     print(f"{len(errors)} notebooks in {time.perf_counter() - start:.1f} s")
-    return 1 if any(errors.values()) else 0
+    if any(errors.values()):
+        return 1
+    if args.build:
+        result = build_book()
+        print(result.stdout, end="")
+        print(result.stderr, end="", file=sys.stderr)
+        return result.returncode
+    return 0
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from tools.execute import build_book  # noqa: E402
 SINGLE = ROOT / "_build" / "singlehtml"
 PAGE = SINGLE / "book.html"
 PDF = ROOT / "_build" / "pdf" / "residual-connections-measured.pdf"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+"""Debian's Chromium (apt-get install chromium), or None where it is absent."""
 # Headless Chromium that makes no request of its own (the browser tests launch it so too).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
@@ -45,17 +47,21 @@ def build_single_page(root: Path = ROOT) -> subprocess.CompletedProcess:
     return result
 
 
+def launch_chromium(playwright):
+    """Headless :data:`CHROMIUM` with :data:`CHROMIUM_ARGS`, from a Playwright instance."""
+    if CHROMIUM is None:
+        raise RuntimeError("Chromium is not installed (apt-get install chromium)")
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
 def print_to_pdf(html: Path, out: Path, browser=None) -> Path:
     """Print ``html`` to ``out`` (A4) with headless Chromium, after MathJax has finished.
     ``browser``: a Playwright browser already running (the tests'); else one is started."""
     if browser is None:
         from playwright.sync_api import sync_playwright
 
-        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-        if chromium is None:
-            raise RuntimeError("Chromium is not installed (apt-get install chromium)")
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            browser = launch_chromium(pw)
             try:
                 return print_to_pdf(html, out, browser)
             finally:

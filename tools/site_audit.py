@@ -19,13 +19,11 @@ For every page and width it records, in a real Chromium:
 
 from __future__ import annotations
 
-import base64
 import functools
 import gzip
 import http.server
 import io
 import json
-import shutil
 import sys
 import threading
 from contextlib import contextmanager
@@ -42,8 +40,8 @@ phone's screen (two to three device pixels per CSS pixel) draws sharply, and the
 zoom. Meeting 9 pt there too would need fonts so large that the desktop figures crowd."""
 PAGE_BUDGET_BYTES = 1_500_000
 """A page's first view, everything it transfers (HTML, styles, scripts, fonts, images)."""
-FONT_KEY = "course:min-font-px"
-"""The PNG text chunk in which :mod:`helpers.plots.style` records a figure's smallest font."""
+PAGE_FAULTS = ("Traceback", "AssertionError", "Error in glue")
+"""Text a page must never show: a notebook's error, or a glued value that did not render."""
 
 LAYOUT_JS = r"""() => {
   const article = document.querySelector('article.bd-article') || document.querySelector('main');
@@ -71,8 +69,14 @@ LAYOUT_JS = r"""() => {
   const images = Array.from(article.querySelectorAll('img')).filter(img => img.getBoundingClientRect().width > 0)
       .map(img => ({src: img.currentSrc || img.src, shown: img.getBoundingClientRect().width,
                     natural: img.naturalWidth, alt: (img.alt || '').slice(0, 60), section: where(img)}));
+  const broken = Array.from(document.images).filter(img => !(img.complete && img.naturalWidth > 0))
+      .map(img => img.src.slice(0, 80));
+  const no_alt = Array.from(document.querySelectorAll('main img'))
+      .filter(img => !(img.getAttribute('alt') || '').trim()).map(img => img.src.slice(0, 80));
+  const math_errors = document.querySelectorAll('mjx-merror, .MathJax_Error').length;
   return {column_px: Math.round(column.width), page_px: document.documentElement.scrollWidth,
-          viewport_px: window.innerWidth, cut, scrolling, images};
+          viewport_px: window.innerWidth, cut, scrolling, images, broken, no_alt, math_errors,
+          text: document.querySelector('main').innerText};
 }"""
 
 
@@ -99,9 +103,7 @@ def png_text(data: bytes) -> dict[str, str]:
 
 
 def image_bytes(src: str, page_url: str) -> bytes | None:
-    """The bytes of an image on the built site, from its ``src`` (a data URL or a site path)."""
-    if src.startswith("data:"):
-        return base64.b64decode(src.split(",", 1)[1])
+    """The bytes of an image of the built site, from its ``src`` URL on the local server."""
     base = page_url.split("/", 3)
     if len(base) < 4 or not src.startswith("/".join(base[:3])):
         return None
@@ -114,6 +116,8 @@ def figure_text_px(image: dict, page_url: str) -> float | None:
     data = image_bytes(image["src"], page_url)
     if not data or not data.startswith(b"\x89PNG"):
         return None
+    from helpers.plots.style import FONT_KEY
+
     font = png_text(data).get(FONT_KEY)
     if font is None or not image["natural"]:
         return None
@@ -143,12 +147,13 @@ def serve(site: Path = SITE):
         httpd.shutdown()
 
 
-def audit_page(browser, server: str, page: str, width: str, *, dark: bool = False) -> dict:
-    """Open ``page`` at one of :data:`WIDTHS` in a fresh context (a first visit) and measure it."""
+def audit_page(browser, server: str, page: str, width: str) -> dict:
+    """Open ``page`` at one of :data:`WIDTHS` in a fresh context (a first visit) and measure it:
+    layout and figures, then the same page switched to dark mode; with the console's errors,
+    requests to other hosts, images that did not load or lack alt text, math that did not
+    typeset, and which of :data:`PAGE_FAULTS` the page shows."""
     context = browser.new_context(viewport={"width": WIDTHS[width], "height": 900},
                                   device_scale_factor=2 if width == "phone" else 1)
-    if dark:
-        context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
     tab = context.new_page()
     responses, errors, foreign = [], [], []
     tab.on("response", lambda response: responses.append(response))
@@ -179,20 +184,22 @@ def audit_page(browser, server: str, page: str, width: str, *, dark: bool = Fals
     for image in layout["images"]:
         image["text_px"] = figure_text_px(image, url)
         image["src"] = image["src"][:60]
+    text = layout.pop("text")
+    layout["faults"] = [fault for fault in PAGE_FAULTS if fault in text]
     return {"page": page, "width": width, **layout, "dark": dark, "weight": weight, "total_bytes": sum(weight.values()),
             "errors": errors, "foreign": foreign}
 
 
 def main(pages: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
-    from pdf import CHROMIUM_ARGS
+    from pdf import launch_chromium
     from playwright.sync_api import sync_playwright
 
     from helpers.toc import toc_files
 
     pages = pages or [str(p.relative_to(ROOT).with_suffix(".html")) for p in toc_files(ROOT)]
     with serve() as server, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        browser = launch_chromium(pw)
         for page in pages:
             for width in WIDTHS:
                 report = audit_page(browser, server, page, width)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import matplotlib
 from matplotlib.patches import Patch
 
-from .style import COLORS, finish, house_style, new_figure, wrap
+from .style import COLORS, finish, house_style, new_figure
 
 PLAIN_GREY = "0.6"
 """Bars of non-residual nets (the course's orange is for its own plain twins, not for these)."""
@@ -47,7 +46,4 @@ def imagenet_history(entries, *, title: str):
                                  label="a single net (validation set)"))
         ax.legend(handles=handles, loc="lower right", fontsize=10)
     finish(ax, title=title, xlabel="ImageNet top-5 error (%)", ylabel="entry (kind of result)", legend=False)
-    # The entries' labels take about 40 % of the width: a title centred on the bars fits in the rest.
-    with house_style():
-        ax.set_title(wrap(title, 0.55 * fig.get_figwidth(), matplotlib.rcParams["axes.titlesize"]))
     return fig

@@ -68,19 +68,29 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 7.0, height: fl
     return fig, axes
 
 
-def wrap(text: str, width_in: float, fontsize: float) -> str:
-    """``text`` broken into lines that fit ``width_in`` inches at ``fontsize`` points (an
-    average glyph of DejaVu Sans is about 0.6 em wide), so that a long title never widens
-    its figure beyond the page's column."""
-    return textwrap.fill(text, width=max(20, int(width_in * 72 / (0.6 * fontsize))))
-
-
 def title_figure(fig, title: str):
-    """The figure's own title (above all its panels), wrapped to the figure's width."""
+    """The figure's own title, above all its panels (wrapped to the figure's width when it is
+    saved, :func:`fit_titles`)."""
     with house_style():
-        size = matplotlib.rcParams["axes.titlesize"]
-        fig.suptitle(wrap(title, fig.get_figwidth(), size), fontweight="bold", fontsize=size)
+        fig.suptitle(title, fontweight="bold", fontsize=matplotlib.rcParams["axes.titlesize"])
     return fig
+
+
+def fit_titles(fig) -> None:
+    """Wrap each panel's title to the panel's width and the figure's title to the figure's,
+    as laid out, so that no title widens its figure beyond the page's column. A title that
+    fits keeps its own line breaks; one that does not is rewrapped as one paragraph, more
+    narrowly until its measured width fits."""
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(ax.title, ax.get_window_extent(renderer).width) for ax in fig.axes if ax.get_visible()]
+    boxes += [(text, fig.bbox.width) for text in fig.texts]
+    for text, room in boxes:
+        words = " ".join(text.get_text().split())
+        chars = len(words)
+        while chars > 20 and text.get_window_extent(renderer).width > room:
+            chars = int(chars * 0.9)
+            text.set_text(textwrap.fill(words, chars))
 
 
 def finish(ax, *, title: str, xlabel: str, ylabel: str, legend: bool = True):
@@ -89,11 +99,7 @@ def finish(ax, *, title: str, xlabel: str, ylabel: str, legend: bool = True):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{name} must be a non-empty string: every figure says what it shows")
     with house_style():
-        spec = ax.get_subplotspec()
-        columns = spec.get_gridspec().ncols if spec is not None else 1
-        # A panel is narrower than its share of the figure (labels and ticks take the rest).
-        width = 0.8 * ax.figure.get_figwidth() / columns
-        ax.set_title(wrap(title, width, matplotlib.rcParams["axes.titlesize"]))
+        ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if legend and ax.get_legend_handles_labels()[0]:
@@ -136,9 +142,11 @@ def smallest_font_pt(fig) -> float:
 
 
 def to_png(fig, *, close: bool = True) -> bytes:
-    """Render ``fig`` to PNG at :data:`SCALE` times its display size (``bbox_inches="tight"``)
-    and (by default) close it. The PNG records its smallest font in image pixels
-    (``smallest_font_pt x dpi / 72``) under :data:`FONT_KEY`."""
+    """Render ``fig`` to PNG at :data:`SCALE` times its display size (``bbox_inches="tight"``,
+    titles fitted to their panels, :func:`fit_titles`) and (by default) close it. The PNG
+    records its smallest font in image pixels (``smallest_font_pt x dpi / 72``) under
+    :data:`FONT_KEY`."""
+    fit_titles(fig)
     dpi = fig.get_dpi() * SCALE
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.05,
