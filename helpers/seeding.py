@@ -32,12 +32,14 @@ def default_seed() -> int:
 def seed_everything(seed: int | None = None, *, threads: int | None = 1) -> int:
     """Seed ``random``, NumPy and PyTorch with ``seed`` (default: :func:`default_seed`).
 
-    Also asks PyTorch for deterministic algorithms (without the costly filling of new
-    tensors) and, unless ``threads`` is None, sets PyTorch's number of CPU threads
-    (default 1). The course's nets are tiny (a batch of 128 rows of width 32), and for
-    them one thread is faster than several: the time goes into per-operation overhead,
-    not arithmetic. One thread also fixes the order of every sum, so two runs with one
-    seed give the same numbers however many cores the machine has. Returns the seed.
+    Unless ``threads`` is None, also sets PyTorch's number of CPU threads (default 1).
+    The course's nets are tiny (a batch of 128 rows of width 32), and for them one thread
+    is faster than several: the time goes into per-operation overhead, not arithmetic.
+    One thread also fixes the order of every sum, so two runs with one seed give the same
+    numbers however many cores the machine has. Where a GPU is present, PyTorch is also
+    asked for deterministic algorithms (without the costly filling of new tensors); on
+    the CPU the request would change nothing the course runs and costs a 1.5 s import of
+    PyTorch's compiler settings in every notebook and worker. Returns the seed.
     """
     seed = default_seed() if seed is None else positive_int("seed", seed, minimum=0)
     if threads is not None:
@@ -45,10 +47,11 @@ def seed_everything(seed: int | None = None, *, threads: int | None = 1) -> int:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    # Deterministic mode also fills every new tensor with NaN to expose reads of
-    # uninitialised memory, a measurable cost for nets this small; no course code needs it.
-    torch.utils.deterministic.fill_uninitialized_memory = False
+    if torch.cuda.is_available():
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        # Deterministic mode also fills every new tensor with NaN to expose reads of
+        # uninitialised memory, a measurable cost for nets this small; no course code needs it.
+        torch.utils.deterministic.fill_uninitialized_memory = False
     return seed
 
 

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -22,6 +23,22 @@ def test_digits_split_does_not_depend_on_the_global_seed():
     torch.manual_seed(2)
     b = data.digits()
     assert torch.equal(a.x_train, b.x_train)
+
+
+def test_bundled_digits_are_scikit_learns_default_split():
+    """The copy digits() reads is the split scikit-learn makes: same images, same order."""
+    raw = data.raw_digits_split(**data.DEFAULT_SPLIT)
+    with np.load(data.BUNDLED_DIGITS) as bundle:
+        assert sorted(bundle.files) == sorted(raw)
+        for key, values in raw.items():
+            assert bundle[key].dtype == np.uint8 and np.array_equal(bundle[key], values), key
+
+
+def test_other_splits_come_from_scikit_learn():
+    default, other = data.digits(), data.digits(split_seed=1)
+    assert len(other.x_train) == len(default.x_train)
+    assert not torch.equal(other.x_train, default.x_train)
+    assert data.digits(test_size=0.5).x_test.shape == (899, 64)
 
 
 @pytest.mark.parametrize("bad, err", [(0.0, ValueError), (1.0, ValueError), ("0.2", TypeError)])

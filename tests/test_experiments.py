@@ -134,8 +134,7 @@ def test_train_twins_and_lesions():
     assert errs.shape == (2, 3) and np.all((errs >= 0) & (errs <= 1))
     choices = experiments.lesion_choices(2)
     assert choices == {"none": (), "1": (0,), "2": (1,), "1-2": (0, 1)}
-    fig = experiments.draw_lesion({k: m for k, (m, _) in twins.items()}, data.x_test, data.y_test, (0,))
-    assert fig.axes[1].get_title()
+    assert errs[0].std() == 0  # deleting no block: every draw is the intact net
 
 
 def test_imagenet_history_is_sourced_and_keeps_kinds_apart():

@@ -39,6 +39,33 @@ def test_zero_initialised_block_is_the_identity():
     assert torch.equal(post(x.relu()), x.relu())
 
 
+@pytest.mark.parametrize("order", ["post", "pre"])
+def test_hidden_width_sets_the_inner_layer_and_its_norm(order):
+    d = 6
+    block = Block(d, residual=False, norm="batch", order=order, hidden=2 * d)
+    assert block.fc1.weight.shape == (2 * d, d) and block.fc2.weight.shape == (d, 2 * d)
+    hidden_norm = block.norm1 if order == "post" else block.norm2
+    assert hidden_norm.num_features == 2 * d and "hidden=12" in repr(block)
+    assert block(torch.randn(5, d)).shape == (5, d)
+    with pytest.raises(ValueError, match="hidden"):
+        Block(d, hidden=0)
+
+
+def test_a_plain_branch_twice_as_wide_inside_can_be_the_identity_on_any_input():
+    """x = relu(x) - relu(-x): with W1 = [I; -I] and W2 = [I, -I] the branch of a plain
+    post-activation block of hidden width 2d returns its input, negative entries included."""
+    d = 6
+    plain = Block(d, residual=False, norm="none", order="post", hidden=2 * d)
+    eye = torch.eye(d)
+    with torch.no_grad():
+        plain.fc1.weight.copy_(torch.cat([eye, -eye]))
+        plain.fc2.weight.copy_(torch.cat([eye, -eye], dim=1))
+        plain.fc1.bias.zero_()
+        plain.fc2.bias.zero_()
+    x = torch.randn(5, d)
+    assert (x < 0).any() and torch.allclose(plain.branch(x), x, atol=1e-6)
+
+
 def test_branch_scale_multiplies_the_branch():
     torch.manual_seed(0)
     a = Block(8, norm="none", order="pre", branch_scale=1.0)

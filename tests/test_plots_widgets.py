@@ -220,3 +220,12 @@ def test_block_diagrams_draw_a_plain_and_a_residual_block():
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert texts.count("+") == 1 and "identity: x" in texts  # only the residual block has the skip
     plt.close(fig)
+
+
+def test_lesion_frame_crosses_out_the_deleted_blocks():
+    fig = plots.lesion_frame(4, (1, 2), {"plain": 0.6, "residual": 0.05}, {"plain": 0.02, "residual": 0.01})
+    top, bottom = fig.axes
+    assert [t.get_text() for t in top.texts] == ["1", "x", "x", "4"]
+    assert "2 of 4 deleted" in top.get_title()
+    assert [round(b.get_width(), 6) for b in bottom.containers[1]] == [60.0, 5.0]
+    plt.close(fig)

@@ -15,7 +15,7 @@ import numpy as np
 from .._checks import non_empty, positive_int, real_number
 from ..measure.lesion import error_rate
 from ..measure.tuning import best_setting
-from ..parallel import run_all
+from ..parallel import default_workers, run_all
 from .twins import KINDS, train_twin_group
 
 
@@ -69,8 +69,8 @@ def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), lr: float = 0.
     and learning rate of ``lrs`` (default: only ``lr``, the recipe's; ``lr`` is added to ``lrs``).
 
     The nets of one depth train together (:func:`helpers.experiments.twins.train_twin_group`);
-    the depths go side by side on the available cores (:func:`helpers.parallel.run_all`).
-    Every net seeds itself, so the result does not depend on ``workers``.
+    the depths go side by side on ``workers`` cores (default: all; :func:`helpers.parallel.run_all`).
+    Every net seeds itself, so the result does not depend on ``workers`` (a test checks it).
     """
     depths = tuple(positive_int("depths[i]", d, minimum=4) for d in non_empty("depths", depths))
     seeds = tuple(positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds))
@@ -79,12 +79,23 @@ def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), lr: float = 0.
                               for v in non_empty("lrs", (lr,) if lrs is None else lrs))}))
     epochs = positive_int("epochs", epochs)
     recipe = dict(width=width, epochs=epochs, batch_size=batch_size)
-    # One job per depth, the deepest first, so that two cores finish at about the same time.
+    workers = default_workers() if workers is None else positive_int("workers", workers)
+    # One job per depth, the deepest first. A job's cost grows with its depth, so with
+    # several cores the deepest depth's learning rates are split into two jobs: with
+    # depths 8, 20, 56 two cores then finish at about the same time. (The nets are the
+    # same either way: each member of a stack trains on its own.)
     order = sorted(depths, reverse=True)
-    measured = run_all(_train_and_measure, [dict(data=data, depth=d, seeds=seeds, lrs=lrs, **recipe) for d in order],
-                       workers=workers, progress=progress, description="depths")
+    chunks = [(d, lrs) for d in order]
+    if workers > 1 and len(lrs) > 1:
+        half = len(lrs) // 2
+        chunks[:1] = [(order[0], lrs[:half]), (order[0], lrs[half:])]
+    jobs = [dict(data=data, depth=d, seeds=seeds, lrs=rates, **recipe) for d, rates in chunks]
+    measured = run_all(_train_and_measure, jobs, workers=workers, progress=progress, description="training jobs")
+    by_depth: dict = {d: {} for d in order}
+    for (depth, _), by_net in zip(chunks, measured):
+        by_depth[depth].update(by_net)
     curves, train_err, test_err = {}, {}, {}
-    for depth, by_net in zip(order, measured):
+    for depth, by_net in by_depth.items():
         for kind in KINDS:
             for rate in lrs:
                 runs = [by_net[kind, seed, rate] for seed in seeds]

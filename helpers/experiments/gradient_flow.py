@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from torch.nn import functional
 
-from ..measure.gradients import GradientProfile, gradient_profile, per_layer_factor
+from ..measure.gradients import GradientProfile, gradient_profile
 from ..models import DeepMLP
-from ..plots import gradient_profiles
 from ..seeding import seed_everything
 
 
@@ -25,11 +24,3 @@ def init_gradient_profiles(data, depth: int, *, norm: str = "none", init: str = 
     x, y = data.x_train[:batch], data.y_train[:batch]
     return {m.kind: gradient_profile(m, functional.cross_entropy, x, y) for m in (residual.twin(), residual)}
 
-
-def draw_gradient_flow(data, depth: int, norm: str, init: str, seed: int = 0):
-    """Figure for the gradient-flow explorer: both profiles, with their per-layer factors in the title."""
-    profiles = init_gradient_profiles(data, depth, norm=norm, init=init, seed=seed)
-    factors = {k: per_layer_factor(p.weight) for k, p in profiles.items()}
-    title = (f"Depth {depth}, norm={norm}, init={init}: per layer towards the input\n"
-             f"plain gradients change x{factors['plain']:.2f}, residual x{factors['residual']:.2f}")
-    return gradient_profiles(profiles, title=title)

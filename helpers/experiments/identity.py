@@ -7,8 +7,9 @@ non-negative inputs like those a block sees inside a ReLU net. The plain stack m
 ``F`` small. The loss is the mean squared error divided by the target's variance, so 1
 is as bad as predicting the mean and the threshold reads as a fraction of that.
 
-The race is run for PyTorch's default init, whose branches start small, and as a control
-for He init, whose branches start as large as the stream they are added to.
+The race is run for PyTorch's default init, whose branches start small, and as controls
+for He init, whose branches start as large as the stream they are added to, and for plain
+blocks twice as wide inside (``hidden``), to rule out that the plain block is too narrow.
 
 The second experiment trains the residual stack with and without (decoupled) weight
 decay and measures each branch's size relative to the stream,
@@ -80,12 +81,12 @@ class IdentityRace:
 
 
 def _train_stack(kind: str, n_blocks: int, *, init: str, width: int, n: int, steps: int, lr: float,
-                 weight_decay: float = 0.0, seed: int = 0) -> dict:
+                 weight_decay: float = 0.0, seed: int = 0, hidden: int | None = None) -> dict:
     """One stack of the twins drawn from ``seed``, fitted to the identity: its loss curve, and
     its branch ratios and block weight norms before and after."""
     x, _ = identity_task(n, width, seed=seed, nonnegative=True)
     seed_everything(seed)
-    plain, residual = stack_twins(n_blocks, width, init=init, **STACK_OPTIONS)
+    plain, residual = stack_twins(n_blocks, width, init=init, hidden=hidden, **STACK_OPTIONS)
     model = residual if kind == "residual" else plain
     before = {"ratios": branch_ratios(model, x), "weights": block_weight_norms(model)}
     losses = fit_identity(model, x, steps, lr, weight_decay=weight_decay)
@@ -100,23 +101,26 @@ def block_weight_norms(stack) -> np.ndarray:
 
 
 def identity_races(blocks_by_init: dict, *, width: int = 32, n: int = 512, steps: int = 500,
-                   lr: float = 3e-3, threshold: float = 0.01, seed: int = 0,
-                   workers: int | None = None) -> dict[str, IdentityRace]:
+                   lr: float = 3e-3, threshold: float = 0.01, seed: int = 0, hidden: int | None = None,
+                   kinds=("plain", "residual"), workers: int | None = None) -> dict[str, IdentityRace]:
     """:func:`identity_race` for each init of ``blocks_by_init`` (``{"pytorch": (1, 3, 9), "he": (1, 9)}``),
-    every stack a job of its own in one pool; returns ``{init: IdentityRace}``."""
+    every stack a job of its own in one pool; returns ``{init: IdentityRace}``.
+
+    ``hidden`` is the width between a block's two layers (default ``width``); ``kinds``
+    the stacks to train (a control may need only the plain ones)."""
     if not isinstance(blocks_by_init, dict) or not blocks_by_init:
         raise TypeError(f"blocks_by_init must be a non-empty dict of init -> numbers of blocks, got {blocks_by_init!r}")
     plan = {choice("init", init, INITS): tuple(positive_int("blocks[i]", b) for b in non_empty("blocks", blocks))
             for init, blocks in blocks_by_init.items()}
+    kinds = tuple(choice("kinds[i]", k, ("plain", "residual")) for k in non_empty("kinds", kinds))
     threshold = real_number("threshold", threshold, low=0.0, low_inclusive=False)
-    common = dict(width=width, n=n, steps=positive_int("steps", steps), lr=lr, seed=seed)
-    keys = sorted(((init, kind, b) for init, blocks in plan.items() for b in blocks for kind in ("plain", "residual")),
+    common = dict(width=width, n=n, steps=positive_int("steps", steps), lr=lr, seed=seed, hidden=hidden)
+    keys = sorted(((init, kind, b) for init, blocks in plan.items() for b in blocks for kind in kinds),
                   key=lambda k: -k[2])  # the deepest first, so that the cores finish together
     runs = run_all(_train_stack, [dict(kind=k, n_blocks=b, init=i, **common) for i, k, b in keys],
                    workers=workers, progress=False, description="stacks")
     losses = {key: run["losses"] for key, run in zip(keys, runs)}
-    return {init: IdentityRace(blocks, threshold, {(k, b): losses[init, k, b] for b in blocks
-                                                   for k in ("plain", "residual")})
+    return {init: IdentityRace(blocks, threshold, {(k, b): losses[init, k, b] for b in blocks for k in kinds})
             for init, blocks in plan.items()}
 
 

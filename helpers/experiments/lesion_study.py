@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import non_empty, positive_int
-from ..measure.lesion import error_rate, random_lesions
-from ..plots import lesion_frame
+from ..measure.lesion import random_lesions
 
 
 def errors_by_count(model, x, y, ks, *, n_draws: int = 20, seed: int = 0) -> np.ndarray:
@@ -34,10 +33,3 @@ def lesion_choices(n_blocks: int) -> dict[str, tuple[int, ...]]:
             choices[f"{start + 1}-{start + run}"] = tuple(range(start, start + run))
     return choices
 
-
-def draw_lesion(models: dict, x, y, deleted) -> object:
-    """Figure for the lesion explorer: errors of each net in ``models`` with ``deleted`` blocks removed."""
-    n_blocks = len(next(iter(models.values())).blocks)
-    errors = {k: error_rate(m, x, y, skip=deleted) for k, m in models.items()}
-    intact = {k: error_rate(m, x, y) for k, m in models.items()}
-    return lesion_frame(n_blocks, deleted, errors, intact)

@@ -18,7 +18,6 @@ from .._checks import positive_int
 from ..data import identity_task
 from ..measure.jacobian import jacobian_singular_values
 from ..models.mlp import stack_twins
-from ..plots import singular_value_histograms
 from ..seeding import seed_everything
 
 
@@ -40,12 +39,3 @@ def share_near_one(values, low: float = 0.5, high: float = 2.0) -> float:
     values = np.asarray(values, dtype=float)
     return float(np.mean((values >= low) & (values <= high)))
 
-
-def draw_spectra(n_blocks: int, init: str, branch_scale: float, seed: int = 0, n_inputs: int = 8):
-    """Figure for the Jacobian explorer: both twins' singular-value histograms, pooled over
-    ``n_inputs`` inputs (8 x 32 values a histogram: enough for its shape, and each frame
-    of the static page costs half of what the 16 inputs of the measured claim cost)."""
-    spectra = block_spectra(n_blocks, init=init, branch_scale=branch_scale, seed=seed, n_inputs=n_inputs)
-    labels = {f"{k}: {100 * share_near_one(v):.0f} % within [0.5, 2]": v for k, v in spectra.items()}
-    title = f"{n_blocks} block(s), init={init}, branch scale {branch_scale}"
-    return singular_value_histograms(labels, title=title)

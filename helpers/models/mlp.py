@@ -25,6 +25,8 @@ from .._checks import choice, positive_int, real_number
 NORMS = ("none", "batch", "layer")
 ORDERS = ("post", "pre")
 INITS = ("he", "xavier", "pytorch")
+# How figures and explorers name them.
+INIT_NAMES = {"he": "He init", "xavier": "Xavier init", "pytorch": "PyTorch's default init"}
 
 
 def _norm(kind: str, width: int) -> nn.Module:
@@ -55,17 +57,24 @@ class Block(nn.Module):
 
     def __init__(self, width: int, *, residual: bool = True, norm: str = "batch",
                  order: str = "post", branch_scale: float = 1.0, init: str = "he",
-                 zero_init_branch: bool = False):
+                 zero_init_branch: bool = False, hidden: int | None = None):
         super().__init__()
         self.width = positive_int("width", width)
+        # The width between the two layers (default: ``width``). With ``2 * width`` a plain
+        # post-activation branch can return any input unchanged: x = relu(x) - relu(-x).
+        self.hidden = self.width if hidden is None else positive_int("hidden", hidden)
         if not isinstance(residual, bool):
             raise TypeError(f"residual must be a bool, got {type(residual).__name__}")
         self.residual = residual
         self.norm = choice("norm", norm, NORMS)
         self.order = choice("order", order, ORDERS)
         self.branch_scale = real_number("branch_scale", branch_scale)
-        self.fc1, self.fc2 = nn.Linear(width, width), nn.Linear(width, width)
-        self.norm1, self.norm2 = _norm(norm, width), _norm(norm, width)
+        self.fc1, self.fc2 = nn.Linear(width, self.hidden), nn.Linear(self.hidden, width)
+        # post: N1 follows fc1 (hidden units), N2 follows fc2; pre: N1 acts on the input, N2 on fc1's output
+        if self.order == "post":
+            self.norm1, self.norm2 = _norm(norm, self.hidden), _norm(norm, width)
+        else:
+            self.norm1, self.norm2 = _norm(norm, width), _norm(norm, self.hidden)
         for layer in (self.fc1, self.fc2):
             init_linear_(layer, init)
         if zero_init_branch:
@@ -89,7 +98,7 @@ class Block(nn.Module):
         return torch.relu(h) if self.order == "post" else h
 
     def extra_repr(self) -> str:
-        return (f"width={self.width}, residual={self.residual}, norm={self.norm!r}, "
+        return (f"width={self.width}, hidden={self.hidden}, residual={self.residual}, norm={self.norm!r}, "
                 f"order={self.order!r}, branch_scale={self.branch_scale}")
 
 
