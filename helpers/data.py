@@ -52,7 +52,7 @@ def raw_digits_split(test_size: float = 0.25, split_seed: int = 0) -> dict[str, 
 
 
 def bundle_digits(path: Path = BUNDLED_DIGITS) -> None:
-    """Write the default split (:data:`DEFAULT_SPLIT`) of :func:`raw_digits_split` to
+    """Write the default split (``test_size=0.25, split_seed=0``) of :func:`raw_digits_split` to
     ``path``, the file :func:`digits` reads (47 kB; a test checks it still matches)."""
     np.savez_compressed(path, **raw_digits_split(**DEFAULT_SPLIT))
 

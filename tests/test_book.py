@@ -83,7 +83,7 @@ STARTERS = {
     "02_learning_rates.ipynb": ("def my_best_rate", check_best_rate, "not implemented yet"),
     "03_vanishing_gradients.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
     "04_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
-    "05_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
+    "06_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
 }
 
 

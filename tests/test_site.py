@@ -141,7 +141,7 @@ def test_page_in_a_browser(browser, server, page, width):
     # checker feedback) have light text on a dark background, WCAG contrast at least 4.5, rather
     # than the light boxes myst-nb gives foreign HTML.
     dark = report["dark"]
-    if page == "book/ch1/05_why_it_works.html":
+    if page == "book/ch1/06_why_it_works.html":
         assert len(dark["own"]) >= 3, "this page has explorations and checker feedback to check"
     for name, text, background in [["prose", *dark["prose"]], *dark["own"]]:
         light, darker = sorted((_luminance(text), _luminance(background)), reverse=True)

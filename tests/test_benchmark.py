@@ -1,0 +1,31 @@
+"""The five-chapter extrapolation of ``make benchmark`` (tools/benchmark.py), on a made-up record."""
+
+import sys
+
+import pytest
+
+from helpers.toc import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+from benchmark import extrapolate  # noqa: E402
+
+
+def test_the_five_chapter_estimate_scales_what_grows_with_the_book_and_counts_every_ci_stage():
+    record = {
+        "machine": {"cores": 2},
+        "make_test_cold": {"make_test_s": 400.0,
+                           "fixtures": {"execute_notebooks_s": 150.0, "site_build_s": 20.0},
+                           "test_calls_by_file_s": {"tests/test_site.py": 30.0, "tests/test_data.py": 2.0}},
+        "notebooks": {"claims_only": {"a": {"seconds": 100.0}, "b": {"seconds": 60.0}}},
+        "other_ci_stages": {"make_test_coursework_s": 200.0, "make_test_install_s": 180.0},
+    }
+    est = extrapolate(record, chapters_now=1)
+    # make test: 200 s fixed + 5 x 200 s that grow
+    assert est["make_test_cold_min"] == pytest.approx(1200 / 60, abs=0.05)
+    assert est["coursework_and_install_min"] == pytest.approx((5 * 200 + 180) / 60, abs=0.05)
+    # sweep: 9 seeds x 5 chapters x 160 s, two at a time
+    assert est["sweep_min"] == pytest.approx(9 * 5 * 160 / 2 / 60, abs=0.05)
+    assert est["ci_min"] == pytest.approx((1200 + 1180 + 3600) / 60, abs=0.05)
+    # what each of the 4 later chapters may cost per seed for CI to take 60 minutes
+    allowed = ((3600 - 1200 - 1180) * 2 / 9 - 160) / 4
+    assert est["claims_only_s_per_seed_allowed_per_later_chapter"] == pytest.approx(allowed, abs=0.05)
