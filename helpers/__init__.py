@@ -20,7 +20,7 @@ from .source import show_source
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = ("data", "environment", "experiments", "grading", "history", "measure", "models", "plots",
+_SUBPACKAGES = ("data", "environment", "experiments", "grading", "measure", "models", "plots", "published",
                 "training", "widgets")
 
 __all__ = [*_SUBPACKAGES, "default_seed", "seed_everything", "seeds_of_run", "show_source", "glue"]

@@ -29,3 +29,18 @@ def test_the_five_chapter_estimate_scales_what_grows_with_the_book_and_counts_ev
     # what each of the 4 later chapters may cost per seed for CI to take 60 minutes
     allowed = ((3600 - 1200 - 1180) * 2 / 9 - 160) / 4
     assert est["claims_only_s_per_seed_allowed_per_later_chapter"] == pytest.approx(allowed, abs=0.05)
+
+
+def test_a_timed_sample_of_the_sweep_sets_its_cost():
+    """Two runs side by side take longer than half their time alone: the sample says how much."""
+    record = {
+        "machine": {"cores": 2},
+        "make_test_cold": {"make_test_s": 400.0, "fixtures": {}, "test_calls_by_file_s": {}},
+        "notebooks": {"claims_only": {"a": {"seconds": 100.0}}},
+        "sweep_sample": {"seeds": 2, "wall_s": 130.0},  # 2 x 100 s of runs in 130 s, not 100 s
+    }
+    est = extrapolate(record, chapters_now=1)
+    assert est["sweep_wall_s_per_claims_only_s"] == pytest.approx(0.65)
+    assert est["sweep_min"] == pytest.approx(9 * 5 * 100 * 0.65 / 60, abs=0.05)
+    allowed = ((3600 - 400) / 0.65 / 9 - 100) / 4
+    assert est["claims_only_s_per_seed_allowed_per_later_chapter"] == pytest.approx(allowed, abs=0.05)

@@ -6,9 +6,9 @@ import torch
 
 from helpers import experiments
 from helpers.data import digits
-from helpers.history import IMAGENET_TOP5, Entry, series
 from helpers.measure.branches import branch_ratios
 from helpers.models import Block, stack_twins
+from helpers.published import IMAGENET_TOP5, Entry, series
 
 
 def test_stack_twins_share_parameters_and_differ_in_the_skip():

@@ -183,7 +183,7 @@ def test_house_style_keeps_the_interactive_flag_that_jupyter_sets():
 
 
 def test_imagenet_history_marks_single_models_and_kinds():
-    from helpers.history import IMAGENET_TOP5
+    from helpers.published import IMAGENET_TOP5
 
     fig = plots.imagenet_history(IMAGENET_TOP5, title="A finding")
     ax = fig.axes[0]

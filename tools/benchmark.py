@@ -13,7 +13,8 @@ What is measured, on this machine:
 * CI's other stages: ``make test-coursework`` and ``make test-install``;
 * an extrapolation to the book's five chapters, today's chapters counted 5 / (chapters now)
   times: the stages that grow with the book are scaled (the coursework builds with them),
-  the rest kept; the sweep is 9 seeds x the claims-only seconds, one run per core. It also
+  the rest kept; the sweep is 9 seeds x the claims-only seconds, scaled by a timed sample
+  of the sweep (two seeds; runs side by side are slower than alone). It also
   says how many claims-only seconds per seed a later chapter may cost for CI (``.ci/run``:
   ``make test``, ``make test-coursework``, ``make test-install``, ``make sweep``) to stay
   within 60 minutes.
@@ -82,6 +83,13 @@ def prose_rebuild_s() -> float:
     return _run(["make", "site"])
 
 
+def sweep_sample(seeds: str = "1-2") -> dict:
+    """``make sweep`` for two seeds, timed: runs side by side on two cores are slower than one
+    run alone (they share memory bandwidth), so the sweep is extrapolated from this."""
+    first, last = (int(v) for v in seeds.split("-"))
+    return {"seeds": last - first + 1, "wall_s": _run(["make", "sweep", f"SEEDS={seeds}"])}
+
+
 def other_ci_stages() -> dict[str, float]:
     """CI's stages besides ``make test`` and the sweep, each timed as CI runs it."""
     return {"make_test_coursework_s": _run(["make", "test-coursework"]),
@@ -100,17 +108,23 @@ def extrapolate(record: dict, chapters_now: int) -> dict:
     make_test = fixed + scale * (grows + pages)
     others = record.get("other_ci_stages", {})
     coursework = scale * others.get("make_test_coursework_s", 0) + others.get("make_test_install_s", 0)
-    sweep = SWEEP_SEEDS * scale * per_seed / cores
+    # The sweep's wall time per claims-only second, from a timed sample of the sweep (1 / cores
+    # if runs side by side were as fast as runs alone).
+    sample = record.get("sweep_sample")
+    wall_per_s = sample["wall_s"] / (sample["seeds"] * per_seed) if sample else 1 / cores
+    sweep = SWEEP_SEEDS * scale * per_seed * wall_per_s
     # What a later chapter may cost (claims only, one process, per seed) for CI to stay in its budget.
-    room = (CI_BUDGET_S - make_test - coursework) * cores / SWEEP_SEEDS - per_seed * chapters_now
+    room = (CI_BUDGET_S - make_test - coursework) / wall_per_s / SWEEP_SEEDS - per_seed * chapters_now
     return {
         "chapters": BOOK_CHAPTERS,
         "how": f"today's chapters counted {scale:g} times: the execution, site build, page checks and "
                "coursework builds scale; lint, unit tests and the student install do not; "
-               "sweep = 9 seeds x claims-only seconds / cores",
+               "sweep = 9 seeds x claims-only seconds x the sweep's measured wall seconds per claims-only "
+               "second (1 / cores if unmeasured)",
         "make_test_cold_min": round(make_test / 60, 1),
         "make_site_cold_min": round(scale * grows / 60, 1),
         "coursework_and_install_min": round(coursework / 60, 1),
+        "sweep_wall_s_per_claims_only_s": round(wall_per_s, 3),
         "sweep_min": round(sweep / 60, 1),
         "ci_min": round((make_test + coursework + sweep) / 60, 1),
         "ci_budget_min": CI_BUDGET_S / 60,
@@ -135,6 +149,8 @@ def main() -> int:
     }
     print("rebuild after a prose-only edit:", flush=True)
     record["make_site_after_prose_edit_s"] = prose_rebuild_s()
+    print("a sample of the seed sweep (seeds 1-2):", flush=True)
+    record["sweep_sample"] = sweep_sample()
     print("CI's coursework and install stages:", flush=True)
     record["other_ci_stages"] = other_ci_stages()
     chapters = len({p.parent for p in notebooks})

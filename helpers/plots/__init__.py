@@ -6,9 +6,9 @@ that states its finding and labelled axes with units.
 
 from .diagrams import block_diagrams
 from .gradients import gradient_profiles, norm_order_by_depth, singular_value_histograms
-from .history import imagenet_history
 from .landscape import loss_slices, loss_surfaces
 from .lesion import lesion_by_block, lesion_by_count, lesion_frame, path_lengths
+from .published import imagenet_history
 from .style import (
     COLORS,
     SCALE,

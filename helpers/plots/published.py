@@ -16,7 +16,7 @@ def _label(entry) -> str:
 
 
 def imagenet_history(entries, *, title: str):
-    """Horizontal bars of top-5 error (%), one per :class:`helpers.history.Entry`, first entry on top.
+    """Horizontal bars of top-5 error (%), one per :class:`helpers.published.Entry`, first entry on top.
 
     Residual nets are green, others grey. A single model is hatched, so that it is not
     read as one more step of the ensembles' record; each label says whether the entry
