@@ -162,3 +162,14 @@ def test_a_class_is_graded_into_a_gradebook_with_the_expected_points(tmp_path):
     assert "took longer than" in feedback("loop") and "CellTimeoutError" in feedback("loop")
     assert "ZeroDivisionError" in feedback("raises")
     assert "not implemented yet" in feedback("forged"), "the grader runs the book's checker, not the forgery"
+
+    # The chapter gains a section after the class was graded: nbgrader keeps the graded
+    # assignment, and the instructor is told what to do rather than shown nbgrader's traceback.
+    from classroom import prepare
+
+    nbformat.write(nbformat.v4.new_notebook(cells=[new_md("# More"), new_code("x = 1")]),
+                   root / "book" / "ch1" / "02_more.ipynb")
+    with open(root / "_toc.yml", "a", encoding="utf-8") as toc:
+        toc.write("  - file: book/ch1/02_more\n")
+    with pytest.raises(RuntimeError, match="sections were added or removed after submissions"):
+        prepare(1, course, timeout=10, root=root)

@@ -55,7 +55,8 @@ def _run(args, **env) -> float:
 
 def jupyterlab_run_all() -> dict[str, dict]:
     """Each notebook's "Run All Cells" in a real JupyterLab, as ``tests/test_lab.py`` times it."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "tests/test_lab.py"],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-k", "learner",
+                           "tests/test_lab.py"],
                           cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, COURSE_LAB_NOTEBOOKS="all"))
     found = re.findall(r"Run All Cells in JupyterLab: ([\d.]+) s for \d+ code cells of (\S+)", proc.stdout)
     rows = {name: {"seconds": float(seconds)} for seconds, name in found}

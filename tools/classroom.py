@@ -230,7 +230,15 @@ def prepare(chapter: int, course: Path = OUT, *, timeout: int = TIMEOUT, root: P
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    _nbgrader(course, "generate_assignment", assignment, "--force", "--create")
+    result = _nbgrader(course, "generate_assignment", assignment, "--force", "--create", check=False)
+    if result.returncode != 0:
+        if "because there are submissions associated with it" in result.stdout + result.stderr:
+            raise RuntimeError(
+                f"chapter {chapter}'s sections were added or removed after submissions were collected in "
+                f"{course}, and nbgrader will not change the notebooks of an assignment with submissions. "
+                f"Grade the new version in a new course folder, or remove {course} (its gradebook and "
+                "feedback) to start over.")
+        raise RuntimeError(f"nbgrader generate_assignment failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
     return assignment
 
 

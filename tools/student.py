@@ -131,7 +131,11 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
         return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count))
 
     for chapter in dict.fromkeys(p.parent.name for p in toc_notebooks(root)):  # in reading order
-        notebooks = release(int(chapter.removeprefix("ch")), folder / chapter, root=root)
+        # nbgrader's release, from a course folder of its own: the instructor's class
+        # (tools/classroom.py's OUT) may hold submissions, and then nbgrader will not
+        # regenerate an assignment whose notebooks changed.
+        notebooks = release(int(chapter.removeprefix("ch")), folder / chapter,
+                            Path(root) / "_build" / "student-release", root=root)
         for path in notebooks:
             nb = nbformat.read(path, as_version=4)
             for cell in nb.cells:
