@@ -25,7 +25,7 @@ from IPython.display import Image, display
 
 from ._checks import non_empty
 from .environment import is_claims_only, is_static_build
-from .plots import SCALE, png_size, to_png
+from .plots import shown_size, to_png
 
 MAX_FRAMES = 60
 
@@ -75,7 +75,7 @@ def static_html(controls: dict, frames: dict[str, bytes], *, alt: str) -> str:
         )
         fieldsets.append(f"<fieldset><legend>{html.escape(label(name))}</legend>{buttons}</fieldset>")
     first = next(iter(frames))
-    width = png_size(frames[first])[0] // SCALE
+    width = shown_size(frames[first])[0]
     sources = {k: "data:image/png;base64," + base64.b64encode(v).decode() for k, v in frames.items()}
     alts = {k: f"{alt} ({describe_choice(names, k)})" for k in frames}
     later = {k: v for k, v in sources.items() if k != first}  # the first frame is the image's own src
@@ -113,7 +113,7 @@ def live_widget(controls: dict, frames: dict[str, bytes]) -> widgets.Widget:
     }
     def show(**choice):
         data = frames[_key(choice[n] for n in names)]
-        display(Image(data=data, width=png_size(data)[0] // SCALE))
+        display(Image(data=data, width=shown_size(data)[0]))
 
     # interactive_output calls show with each control's value as a keyword.
     out = widgets.interactive_output(show, buttons)

@@ -46,6 +46,13 @@ def test_identity_race_residual_wins():
     assert experiments.steps_to([0.5], 0.1) is None
 
 
+def test_identity_race_reports_steps_or_never():
+    race = experiments.IdentityRace((1,), 0.01, {("plain", 1): np.array([1.0, 0.5, 0.4]),
+                                                 ("residual", 1): np.array([1.0, 0.005, 0.001])})
+    assert race.took("residual", 1) == "2 steps" and race.took("plain", 1) == "never"
+    assert race.report("plain", 1) == "   plain, 1 block(s):     never   final loss 0.4000"
+
+
 def test_identity_races_by_init_match_single_races_and_do_not_depend_on_workers():
     races = experiments.identity_races({"pytorch": (1,), "he": (1, 2)}, steps=20, workers=2)
     assert set(races) == {"pytorch", "he"} and races["he"].blocks == (1, 2)

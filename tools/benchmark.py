@@ -36,7 +36,7 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_notebooks import timings  # noqa: E402
+from run_notebooks import parse_seeds, timings  # noqa: E402
 
 from helpers.parallel import available_cores  # noqa: E402
 from helpers.toc import ROOT, toc_files, toc_notebooks  # noqa: E402
@@ -87,8 +87,7 @@ def prose_rebuild_s() -> float:
 def sweep_sample(seeds: str = "1-2") -> dict:
     """``make sweep`` for two seeds, timed: runs side by side on two cores are slower than one
     run alone (they share memory bandwidth), so the sweep is extrapolated from this."""
-    first, last = (int(v) for v in seeds.split("-"))
-    return {"seeds": last - first + 1, "wall_s": _run(["make", "sweep", f"SEEDS={seeds}"])}
+    return {"seeds": len(parse_seeds(seeds)), "wall_s": _run(["make", "sweep", f"SEEDS={seeds}"])}
 
 
 def other_ci_stages() -> dict[str, float]:

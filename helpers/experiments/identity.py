@@ -79,6 +79,16 @@ class IdentityRace:
         """Relative loss after the last step."""
         return float(self.losses[kind, n_blocks][-1])
 
+    def took(self, kind: str, n_blocks: int) -> str:
+        """``"37 steps"`` to the threshold, or ``"never"``."""
+        steps = self.steps(kind, n_blocks)
+        return "never" if steps is None else f"{steps} steps"
+
+    def report(self, kind: str, n_blocks: int) -> str:
+        """One line of a printout: the steps to the threshold and the final loss."""
+        return (f"{kind:>8}, {n_blocks} block(s): {self.took(kind, n_blocks):>9}"
+                f"   final loss {self.final(kind, n_blocks):.4f}")
+
 
 def _train_stack(kind: str, n_blocks: int, *, init: str, width: int, n: int, steps: int, lr: float,
                  weight_decay: float = 0.0, seed: int = 0, hidden: int | None = None) -> dict:

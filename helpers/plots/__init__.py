@@ -19,6 +19,7 @@ from .style import (
     install_figure_format,
     new_figure,
     png_size,
+    shown_size,
     title_figure,
     to_png,
 )
@@ -27,7 +28,7 @@ from .training import identity_race, learning_rate_sweep, training_curves
 __all__ = [
     "block_diagrams",
     "COLORS", "SCALE", "band", "figure_output", "finish", "house_style", "install_figure_format", "new_figure",
-    "png_size", "title_figure", "to_png",
+    "png_size", "shown_size", "title_figure", "to_png",
     "training_curves", "learning_rate_sweep", "identity_race", "gradient_profiles", "norm_order_by_depth",
     "singular_value_histograms",
     "imagenet_history", "loss_slices", "loss_surfaces", "path_lengths", "lesion_by_block",

@@ -163,12 +163,19 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+def shown_size(data: bytes) -> tuple[int, int]:
+    """(width, height) in CSS pixels at which a page shows PNG ``data`` saved by
+    :func:`to_png`: its pixels divided by :data:`SCALE`."""
+    width, height = png_size(data)
+    return width // SCALE, height // SCALE
+
+
 def figure_output(fig) -> tuple[bytes, dict]:
     """A figure as a notebook output: its PNG (:func:`to_png`, left open for pyplot to close)
-    and the display size, half its pixels, as IPython's ``retina`` format gives it."""
+    and the display size (:func:`shown_size`), as IPython's ``retina`` format gives it."""
     data = to_png(fig, close=False)
-    width, height = png_size(data)
-    return data, {"width": width // SCALE, "height": height // SCALE}
+    width, height = shown_size(data)
+    return data, {"width": width, "height": height}
 
 
 def install_figure_format() -> bool:
