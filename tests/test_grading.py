@@ -555,6 +555,25 @@ def test_a_prediction_is_compared_with_the_measurement():
         check_prediction("x", 1.0, 1.0)
 
 
+def test_several_predictions_are_each_compared_within_an_absolute_tolerance():
+    from helpers.grading import check_predictions
+
+    measured = {"plain": 0.02, "residual": 0.71}
+    right = check_predictions("corr", {"plain": 0.1, "residual": 0.6}, measured, atol=0.15)
+    assert right.passed and right.score == 1.0
+    half = check_predictions("corr", {"plain": 0.1, "residual": 0.1}, measured, atol=0.15, explain="Look at 2.4.")
+    assert not half.passed and half.score == 0.5
+    assert "✗ residual" in str(half) and "✓ plain" in str(half) and "Look at 2.4." in str(half)
+    assert "no prediction yet" in str(check_predictions("corr", {"plain": None, "residual": None}, measured,
+                                                        atol=0.15))
+    assert "keys" in str(check_predictions("corr", {"plain": 0.1}, measured, atol=0.15))
+    assert "not text" in str(check_predictions("corr", {"plain": "0.1", "residual": 0.7}, measured, atol=0.15))
+    with pytest.raises(ValueError, match="atol"):
+        check_predictions("corr", {}, measured, atol=0)
+    with pytest.raises(TypeError, match="measured"):
+        check_predictions("corr", {}, {}, atol=0.1)
+
+
 def test_error_rate_checker_names_each_mistake_and_keeps_error_rate_for_the_lesion_exercise():
     import helpers
     from helpers.grading import check_error_rate

@@ -6,6 +6,18 @@ from .identity import IdentityRace, identity_race, identity_races, steps_to, wei
 from .landscapes import train_loss_surfaces
 from .lesion_study import errors_by_count, lesion_choices
 from .norm_order import NormOrderByDepth, depth_exponent, norm_order_by_depth, norm_order_profiles
+from .scrambling import SignalThroughDepth, digit_twins, signal_through_depth
+from .shattering import (
+    SETUPS,
+    decay_fits,
+    first_steps,
+    gradients_on_grid,
+    input_grid,
+    minibatch_agreement,
+    noise_references,
+    scalar_twins,
+    shattering_by_depth,
+)
 from .spectra import block_spectra, share_near_one
 from .twins import train_twins, train_twins_for_seeds
 
@@ -14,4 +26,7 @@ __all__ = [
     "identity_races", "steps_to", "weight_decay_branches", "errors_by_count", "lesion_choices",
     "norm_order_profiles", "norm_order_by_depth", "NormOrderByDepth", "depth_exponent", "block_spectra",
     "share_near_one", "train_twins", "train_twins_for_seeds", "train_loss_surfaces",
+    "SignalThroughDepth", "digit_twins", "signal_through_depth", "SETUPS", "decay_fits", "first_steps",
+    "gradients_on_grid",
+    "input_grid", "minibatch_agreement", "noise_references", "scalar_twins", "shattering_by_depth",
 ]

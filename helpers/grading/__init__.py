@@ -12,10 +12,12 @@ from .chapter1 import (
     check_per_layer_factor,
     check_residual_forward,
 )
-from .predictions import check_prediction
+from .chapter2 import check_residual_backprop, check_two_layer_backprop
+from .predictions import check_prediction, check_predictions
 from .sandbox import DEFAULT_TIME_LIMIT
 from .scoring import award
 
 __all__ = ["Case", "Feedback", "compare_numeric", "run_cases", "DEFAULT_TIME_LIMIT", "check_best_rate",
            "check_error_rate", "check_per_layer_factor", "check_residual_forward", "check_path_counts",
-           "check_most_harmful_block", "check_prediction", "award"]
+           "check_most_harmful_block", "check_two_layer_backprop", "check_residual_backprop", "check_prediction",
+           "check_predictions", "award"]

@@ -54,3 +54,44 @@ def _check(exercise: str, prediction, measured, rtol, options, explain) -> Feedb
                                    f"{measured:.3g}."], True)
     return Feedback(exercise, [f"you predicted {value:.3g}; the measurement gives {measured:.3g} ({100 * off:.0f} % "
                                f"off, more than the {100 * rtol:.0f} % allowed). {explain}".strip()], False)
+
+
+def check_predictions(exercise: str, predictions: dict, measured: dict, *, atol: float,
+                      explain: str = "") -> Feedback:
+    """Compare several recorded predictions, ``{name: number}``, with the measurements of the
+    same names, each within the absolute tolerance ``atol`` (for quantities such as
+    correlations, where a relative tolerance means nothing near 0)."""
+    if not isinstance(exercise, str) or not exercise:
+        raise TypeError(f"exercise must be a non-empty str, got {exercise!r}")
+    if not isinstance(measured, dict) or not measured:
+        raise TypeError(f"measured must be a non-empty dict of numbers, got {measured!r}")
+    atol = float(atol)
+    if not atol > 0:
+        raise ValueError(f"atol must be > 0, got {atol}")
+    names = list(measured)
+    tests = [f"your prediction for {name} against the measurement this cell makes (within ±{atol:g})"
+             for name in names]
+    if predictions is None or (isinstance(predictions, dict) and all(v is None for v in predictions.values())):
+        result = Feedback(exercise, ["no prediction yet: write yours in the cell above before you look at the "
+                                     "measurement, then run this cell again."], False)
+    elif not isinstance(predictions, dict) or set(predictions) != set(names):
+        result = Feedback(exercise, [f"your prediction must be a dict with the keys {names}, got {predictions!r}"],
+                          False)
+    else:
+        lines, right = [], 0
+        for name in names:
+            value, problem = as_number(predictions[name])
+            if problem:
+                lines.append(f"✗ {name}: your prediction is {problem.removeprefix('returned ')}")
+            elif abs(value - measured[name]) <= atol:
+                right += 1
+                lines.append(f"✓ {name}: you predicted {value:.2f}; the measurement gives {measured[name]:.2f}.")
+            else:
+                lines.append(f"✗ {name}: you predicted {value:.2f}; the measurement gives {measured[name]:.2f}, "
+                             f"more than {atol:g} away.")
+        passed = right == len(names)
+        if not passed and explain:
+            lines.append(explain)
+        result = Feedback(exercise, lines, passed, score=right / len(names))
+    result.tests = tests
+    return result

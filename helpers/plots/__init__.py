@@ -4,11 +4,14 @@ Plain nets are always orange and residual nets always green; every figure has a 
 that states its finding and labelled axes with units.
 """
 
+from .backprop import outer_product
 from .diagrams import block_diagrams
 from .gradients import gradient_profiles, norm_order_by_depth, singular_value_histograms
 from .landscape import loss_slices, loss_surfaces
 from .lesion import lesion_by_block, lesion_by_count, lesion_frame, path_lengths
 from .published import imagenet_history
+from .scrambling import principal_plane, signal_through_depth
+from .shattering import correlation_by_depth, gradient_curves, minibatch_agreement
 from .style import (
     COLORS,
     SCALE,
@@ -33,6 +36,8 @@ __all__ = [
     "singular_value_histograms",
     "imagenet_history", "loss_slices", "loss_surfaces", "path_lengths", "lesion_by_block",
     "lesion_by_count", "lesion_frame",
+    "outer_product", "principal_plane", "signal_through_depth", "gradient_curves", "correlation_by_depth",
+    "minibatch_agreement",
 ]
 
 install_figure_format()  # in a notebook: figures at twice their pixels, shown at their size

@@ -1,0 +1,85 @@
+"""Shattered gradients: the gradient against the input, its neighbour correlation by depth, and
+what two mini-batches' gradients agree on."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .style import COLORS, OTHER_COLORS, band, color_for, finish, house_style, new_figure, title_figure
+
+
+def gradient_curves(curves: dict, *, title: str, correlations: dict | None = None):
+    """One panel per entry of ``curves`` (label -> gradient values on the grid), two a row: the
+    gradient ``dy/dx`` against the input ``x`` on an even grid over [-2, 2], or, for a label
+    that names a noise, the values against their index. ``correlations`` (label -> number) adds each
+    curve's neighbour correlation to its panel title."""
+    ncols = 2
+    nrows = -(-len(curves) // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=7.0, height=0.6 + 2.3 * nrows, squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(curves):]:
+        ax.set_visible(False)
+    for i, (ax, (label, g)) in enumerate(zip(axes, curves.items())):
+        g = np.asarray(g, dtype=float)
+        noise = "noise" in label
+        xs = np.arange(len(g)) if noise else np.linspace(-2.0, 2.0, len(g))
+        with house_style():
+            ax.plot(xs, g, color="0.35" if noise else color_for(label, i), linewidth=1.0)
+        name = label if correlations is None else f"{label}\nneighbour correlation {correlations[label]:.2f}"
+        finish(ax, title=name, xlabel="sample index" if noise else "input x",
+               ylabel="value" if noise else "dy/dx", legend=False)
+    title_figure(fig, title)
+    return fig
+
+
+def correlation_by_depth(depths, correlations: dict, *, title: str, references: dict | None = None):
+    """Neighbour correlation of the gradient against depth (log axis): one line per
+    ``(setup, kind)`` of ``correlations`` (mean over nets, band min to max); ``references``
+    (label -> value) adds dotted horizontal lines, e.g. white and brown noise."""
+    fig, ax = new_figure(width=7.0, height=4.2)
+    depths = np.asarray(depths)
+    styles = {}
+    for (setup, kind), runs in correlations.items():
+        style = styles.setdefault(setup, ("-", "--", ":")[len(styles) % 3])
+        band(ax, depths, np.asarray(runs).T, label=f"{kind}, {setup}", color=COLORS[kind], linestyle=style,
+             marker="o")
+    for i, (label, value) in enumerate((references or {}).items()):
+        with house_style():
+            ax.axhline(value, color=OTHER_COLORS[i % len(OTHER_COLORS)], linestyle=":", linewidth=1.2)
+            ax.annotate(label, (depths[0], value), va="bottom", color=OTHER_COLORS[i % len(OTHER_COLORS)])
+    with house_style():
+        ax.set_xscale("log")
+        ax.set_xticks(depths, [str(d) for d in depths])
+        ax.minorticks_off()
+        ax.set_ylim(-0.2, 1.08)
+    finish(ax, title=title, xlabel="number of hidden layers (log scale)",
+           ylabel="correlation of dy/dx at neighbouring inputs", legend=False)
+    with house_style():
+        ax.legend(fontsize=10, loc="lower left")
+    return fig
+
+
+def minibatch_agreement(depths, cosines: dict, first_steps: dict, *, title: str):
+    """Left/top: the cosine between two mini-batches' gradients against depth, per kind (mean
+    over pairs, band min to max). Bottom: the training loss over the first steps at each
+    kind's best learning rate (the lowest final loss), with the others faint."""
+    fig, (top, bottom) = new_figure(nrows=2, width=7.0, height=7.2)
+    depths = np.asarray(depths)
+    for kind, runs in cosines.items():
+        band(top, depths, np.asarray(runs).T, label=kind, color=COLORS[kind], marker="o")
+    with house_style():
+        top.axhline(0.0, color="0.3", linestyle=":", linewidth=1)
+        top.set_xticks(depths, [str(d) for d in depths])
+    finish(top, title="at initialisation", xlabel="number of hidden layers",
+           ylabel="cosine of two mini-batch gradients")
+    for kind, by_rate in first_steps.items():
+        best = min(by_rate, key=lambda lr: by_rate[lr][-1])
+        for lr, losses in by_rate.items():
+            with house_style():
+                bottom.plot(np.arange(len(losses)), losses, color=COLORS[kind],
+                            alpha=1.0 if lr == best else 0.25, linewidth=2.0 if lr == best else 1.0,
+                            label=f"{kind}, best rate {best:g}" if lr == best else None)
+    finish(bottom, title="the first steps of training (faint: the other learning rates)",
+           xlabel="SGD step", ylabel="training loss (cross-entropy)")
+    title_figure(fig, title)
+    return fig

@@ -1,0 +1,128 @@
+"""Shattered gradients and mini-batch agreement (helpers.measure.shattering,
+helpers.experiments.shattering) and their figures."""
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.data import digits
+from helpers.experiments import (
+    decay_fits,
+    first_steps,
+    gradients_on_grid,
+    input_grid,
+    minibatch_agreement,
+    noise_references,
+    scalar_twins,
+    shattering_by_depth,
+)
+from helpers.measure.shattering import (
+    freeze_batch_statistics,
+    input_gradients,
+    minibatch_gradient_cosine,
+    neighbour_correlation,
+)
+from helpers.models import LayerChain
+from helpers.plots import correlation_by_depth, gradient_curves
+from helpers.plots import minibatch_agreement as plot_agreement
+
+
+def test_neighbour_correlation_tells_white_from_brown_noise():
+    noise = noise_references(seed=0)
+    assert neighbour_correlation(noise["brown noise"]) > 0.9
+    assert abs(neighbour_correlation(noise["white noise"])) < 0.2
+    assert neighbour_correlation(np.ones(10)) == 0.0
+    assert neighbour_correlation(np.arange(10.0)) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="1-D series"):
+        neighbour_correlation(np.ones((3, 3)))
+
+
+def test_input_gradients_equal_finite_differences_with_frozen_batch_statistics():
+    torch.manual_seed(0)
+    net = LayerChain(3, 16, in_features=1, out_features=1, norm="batch").double()
+    x = torch.linspace(-2, 2, 64, dtype=torch.float64).unsqueeze(1)
+    g = input_gradients(net, x)
+    assert not net.training
+    eps = 1e-6
+    with torch.no_grad():
+        fd = ((net(x + eps) - net(x - eps)) / (2 * eps)).squeeze(1).numpy()
+    assert np.allclose(g, fd, atol=1e-6)
+    # the frozen statistics are the grid's own
+    norm = net.norms[0]
+    assert torch.allclose(norm.running_mean, net.stem(x).mean(0).detach())
+
+
+def test_a_chain_without_biases_or_normalisation_has_two_gradient_values():
+    """Positive homogeneity: N(x) = x N(1) for x > 0 and x N(-1) for x < 0."""
+    torch.manual_seed(0)
+    net = LayerChain(10, 32, kind="plain", in_features=1, out_features=1, norm="none")
+    g = input_gradients(net, input_grid(101))
+    assert len(np.unique(np.round(g, 5))) <= 3  # two slopes, and the kink at 0 itself
+
+
+def test_input_gradients_rejects_bad_shapes():
+    net = LayerChain(1, 4, in_features=1, out_features=2)
+    with pytest.raises(ValueError, match="column of inputs"):
+        input_gradients(net, torch.zeros(5))
+    with pytest.raises(ValueError, match="one output"):
+        input_gradients(net, torch.zeros(5, 1))
+
+
+def test_scalar_twins_and_setups():
+    twins = scalar_twins(2, setup="UDL", width=8, seed=0)
+    assert twins["plain"].kind == "plain" and twins["plain"].norm == "none"
+    weights = torch.cat([p.flatten() for p in twins["residual"].parameters()])
+    assert weights.std().item() == pytest.approx(8 ** -0.5, rel=0.3)
+    assert scalar_twins(2, width=8)["residual"].norm == "batch"
+    with pytest.raises(ValueError, match="setup"):
+        scalar_twins(2, setup="mine")
+    grads = gradients_on_grid(2, width=8, seed=1)
+    assert grads["plain"].shape == (256,)
+
+
+def test_shattering_by_depth_and_the_decay_fits():
+    result = shattering_by_depth((1, 3), setups=("Balduzzi", "no norm"), nets=2, width=16, seed=0)
+    assert set(result) == {(s, k) for s in ("Balduzzi", "no norm") for k in ("plain", "residual")}
+    assert result["Balduzzi", "plain"].shape == (2, 2)
+    depths = np.array([1, 2, 4, 8])
+    exponential = np.tile(0.8 ** depths, (3, 1)).T
+    assert decay_fits(depths, exponential)["per_layer"] == pytest.approx(0.8)
+    power = np.tile(depths ** -0.3, (3, 1)).T
+    assert decay_fits(depths, power)["power"] == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="at least two depths"):
+        decay_fits(depths, np.zeros((4, 3)))
+
+
+def test_minibatch_agreement_and_first_steps_measure_what_they_say():
+    data = digits()
+    torch.manual_seed(0)
+    net = LayerChain(2, 16, in_features=64, out_features=10)
+    cos = minibatch_gradient_cosine(net, data.x_train, data.y_train, batch_size=8, pairs=3,
+                                    generator=torch.Generator().manual_seed(0))
+    assert cos.shape == (3,) and np.all(np.abs(cos) <= 1)
+    with pytest.raises(ValueError, match="half"):
+        minibatch_gradient_cosine(net, data.x_train[:10], data.y_train[:10], batch_size=8,
+                                  generator=torch.Generator())
+    agree = minibatch_agreement(data, (2, 4), width=8, pairs=2, seed=0)
+    assert agree["plain"].shape == (2, 2)
+    steps = first_steps(data, layers=2, learning_rates=(0.1,), steps=3, width=8, seed=0)
+    assert steps["residual"][0.1].shape == (4,) and steps["plain"][0.1][0] > 0
+    fig = plot_agreement((2, 4), agree, steps, title="finding")
+    assert fig.texts[0].get_text() == "finding"
+
+
+def test_freeze_batch_statistics_makes_each_output_independent_of_the_others():
+    torch.manual_seed(0)
+    net = freeze_batch_statistics(LayerChain(2, 8, in_features=1, out_features=1, norm="batch"), input_grid(32))
+    x = input_grid(32)
+    with torch.no_grad():
+        assert torch.allclose(net(x)[:5], net(x[:5]))
+
+
+def test_gradient_figures():
+    fig = gradient_curves({"plain, 1 layer": np.ones(256), "white noise": np.zeros(256)}, title="finding",
+                          correlations={"plain, 1 layer": 1.0, "white noise": 0.0})
+    assert fig.axes[1].get_xlabel() == "sample index" and "correlation 1.00" in fig.axes[0].get_title()
+    runs = {("Balduzzi", "plain"): np.zeros((2, 3)), ("Balduzzi", "residual"): np.ones((2, 3))}
+    fig = correlation_by_depth((1, 2), runs, title="finding", references={"white noise": 0.0})
+    assert fig.axes[0].get_title() == "finding"
