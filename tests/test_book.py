@@ -12,7 +12,9 @@ from helpers.grading import (
     check_error_rate,
     check_path_counts,
     check_per_layer_factor,
+    check_residual_backprop,
     check_residual_forward,
+    check_two_layer_backprop,
 )
 from helpers.toc import ROOT, toc_files, toc_notebooks
 
@@ -70,8 +72,9 @@ def test_strip_solutions_removes_gated_cells_only():
 
 def test_starters_get_specific_feedback_from_their_checkers():
     """Each "implement this" starter, run as a student would, is told it is not done yet."""
-    for notebook, (prefix, checker, needle) in STARTERS.items():
-        starter = next(s for s in _cells(ROOT / "book/ch1" / notebook, "code") if s.startswith(prefix))
+    for key, (prefix, checker, needle) in STARTERS.items():
+        notebook = key.split("#")[0]
+        starter = next(s for s in _cells(ROOT / "book" / notebook, "code") if s.startswith(prefix))
         namespace: dict = {}
         exec(starter, namespace)
         feedback = checker(namespace[prefix.removeprefix("def ")])
@@ -79,11 +82,14 @@ def test_starters_get_specific_feedback_from_their_checkers():
 
 
 STARTERS = {
-    "01_degradation.ipynb": ("def my_error_rate", check_error_rate, "not implemented yet"),
-    "02_learning_rates.ipynb": ("def my_best_rate", check_best_rate, "not implemented yet"),
-    "03_vanishing_gradients.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
-    "04_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
-    "06_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
+    "ch1/01_degradation.ipynb": ("def my_error_rate", check_error_rate, "not implemented yet"),
+    "ch1/02_learning_rates.ipynb": ("def my_best_rate", check_best_rate, "not implemented yet"),
+    "ch1/03_vanishing_gradients.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
+    "ch1/04_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
+    "ch1/06_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),
+    "ch2/01_backprop_by_hand.ipynb": ("def my_two_layer_backprop", check_two_layer_backprop, "not implemented yet"),
+    "ch2/01_backprop_by_hand.ipynb#residual": ("def my_residual_backprop", check_residual_backprop,
+                                               "not implemented yet"),
 }
 
 
