@@ -163,6 +163,38 @@ def test_static_explorer_switches_frames_without_a_kernel(browser, server):
     assert "(seed 1)" in alt
 
 
+@pytest.mark.browser
+@pytest.mark.parametrize("page", ["book/ch2/01_backprop_by_hand.html", "book/ch2/02_scrambled_signals.html",
+                                  "book/ch2/03_shattered_gradients.html"])
+def test_chapter_2_explorers_switch_frames_without_a_kernel(browser, server, page):
+    tab = browser.new_page()
+    tab.goto(f"{server}/{page}", wait_until="networkidle")
+    explorer = tab.locator(".course-explorer").first
+    image = explorer.locator("img")
+    before = image.get_attribute("src")
+    explorer.locator("input[type=radio]").nth(1).check()
+    after, alt = image.get_attribute("src"), image.get_attribute("alt")
+    tab.close()
+    assert after != before and after.endswith(".png"), f"{page}: the explorer's frames do not switch"
+    assert alt, f"{page}: an explorer frame has no alt text"
+
+
+def test_chapter_2_shows_its_measurements(site):
+    """The error table, the signature figure and the glued numbers of chapter 2, as a reader sees them."""
+    hand = _html(site, "book/ch2/01_backprop_by_hand.html")
+    table = re.search(r"<pre>(?:<span></span>)?\s*d\s+h\s+o\s+n\s+relu\s+sigmoid(.*?)</pre>", hand, re.S)
+    assert table, "the hand-vs-autograd error table"
+    assert len(re.findall(r"\d\.\de[-+]\d\d", table.group(1))) == 10, "five shapes, two activations"
+    shattered = _html(site, "book/ch2/03_shattered_gradients.html")
+    for name in ("fig-shattered-gradients", "fig-shattering-by-depth", "fig-minibatch-agreement"):
+        assert f'id="{name}"' in shattered, name
+    assert re.search(r"still has <span[^>]*>\s*\d+\s*</span> % of its initial loss", shattered) or \
+        re.search(r"still has \d+ % of its initial loss", shattered)
+    for page in ("01_backprop_by_hand", "02_scrambled_signals", "03_shattered_gradients"):
+        text = _html(site, f"book/ch2/{page}.html")
+        assert 'class="course-explorer"' in text and "Solution to" in text, page
+
+
 def _luminance(rgb: str) -> float:
     r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]

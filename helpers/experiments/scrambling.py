@@ -1,6 +1,6 @@
 """Claim 2.3: what a random deep chain does to its input, layer by layer, at initialisation.
 
-Twin chains (:class:`helpers.models.LayerChain`, He initialisation, the plain one the
+Twin chains (:class:`helpers.models.chain.LayerChain`, He initialisation, the plain one the
 residual one without its skips) read the digits. At every layer, for pairs of images of
 different classes, the cosine similarity of their representations
 (:func:`helpers.measure.scrambling.pair_cosines`), and the accuracy of a linear probe of

@@ -5,7 +5,7 @@ initialisation and BatchNorm, on 256 inputs evenly spaced over [-2, 2]. For each
 gradient ``dy/dx`` at every input (:func:`helpers.measure.shattering.input_gradients`) and
 the correlation of the gradients at neighbouring inputs
 (:func:`helpers.measure.shattering.neighbour_correlation`), for plain chains and their
-residual twins (:class:`helpers.models.LayerChain`) of several depths.
+residual twins (:class:`helpers.models.chain.LayerChain`) of several depths.
 
 2.5 measures, on the digits at initialisation, the cosine between the gradients of two
 different mini-batches (:func:`helpers.measure.shattering.minibatch_gradient_cosine`), and
