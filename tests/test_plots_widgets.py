@@ -220,6 +220,12 @@ def test_block_diagrams_draw_a_plain_and_a_residual_block():
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert texts.count("+") == 1 and "identity: x" in texts  # only the residual block has the skip
     plt.close(fig)
+    chain = helpers.plots.block_diagrams(title="t", steps=("norm", "ReLU", "linear"), after=None, output="next layer")
+    texts = [t.get_text() for ax in chain.axes for t in ax.texts]
+    assert texts.count("next layer") == 2 and "norm" in texts and "ReLU" in texts
+    plt.close(chain)
+    with pytest.raises(ValueError, match="steps must be three strings"):
+        helpers.plots.block_diagrams(title="t", steps=("ReLU",))
 
 
 def test_lesion_frame_crosses_out_the_deleted_blocks():

@@ -124,5 +124,9 @@ def test_gradient_figures():
                           correlations={"plain, 1 layer": 1.0, "white noise": 0.0})
     assert fig.axes[1].get_xlabel() == "sample index" and "correlation 1.00" in fig.axes[0].get_title()
     runs = {("Balduzzi", "plain"): np.zeros((2, 3)), ("Balduzzi", "residual"): np.ones((2, 3))}
+    runs["Balduzzi", "plain"][1] = -0.4
     fig = correlation_by_depth((1, 2), runs, title="finding", references={"white noise": 0.0})
     assert fig.axes[0].get_title() == "finding"
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "white noise (0.00)" in labels, "references are named in the legend, clear of the data"
+    assert fig.axes[0].get_ylim()[0] < -0.4, "no band is cut off at the bottom"

@@ -45,17 +45,19 @@ def correlation_by_depth(depths, correlations: dict, *, title: str, references: 
              marker="o")
     for i, (label, value) in enumerate((references or {}).items()):
         with house_style():
-            ax.axhline(value, color=OTHER_COLORS[i % len(OTHER_COLORS)], linestyle=":", linewidth=1.2)
-            ax.annotate(label, (depths[0], value), va="bottom", color=OTHER_COLORS[i % len(OTHER_COLORS)])
+            ax.axhline(value, color=OTHER_COLORS[i % len(OTHER_COLORS)], linestyle=":", linewidth=1.2,
+                       label=f"{label} ({value:.2f})")
+    lowest = min(float(np.min(runs)) for runs in correlations.values())
     with house_style():
         ax.set_xscale("log")
         ax.set_xticks(depths, [str(d) for d in depths])
         ax.minorticks_off()
-        ax.set_ylim(-0.2, 1.08)
+        ax.set_ylim(min(-0.2, lowest - 0.05), 1.08)
     finish(ax, title=title, xlabel="number of hidden layers (log scale)",
            ylabel="correlation of dy/dx at neighbouring inputs", legend=False)
     with house_style():
-        ax.legend(fontsize=10, loc="lower left")
+        # the lower left holds the deep plain nets' points near 0; the middle left is empty
+        ax.legend(fontsize=10, loc="center left", bbox_to_anchor=(0.0, 0.42))
     return fig
 
 
