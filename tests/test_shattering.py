@@ -23,7 +23,7 @@ from helpers.measure.shattering import (
     neighbour_correlation,
 )
 from helpers.models import LayerChain
-from helpers.plots import correlation_by_depth, gradient_curves
+from helpers.plots import correlation_by_depth, first_steps_at_rate, gradient_curves
 from helpers.plots import minibatch_agreement as plot_agreement
 
 
@@ -130,3 +130,14 @@ def test_gradient_figures():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "white noise (0.00)" in labels, "references are named in the legend, clear of the data"
     assert fig.axes[0].get_ylim()[0] < -0.4, "no band is cut off at the bottom"
+
+
+def test_first_steps_at_one_rate():
+    steps = {"plain": {0.1: np.array([2.3, 2.2]), 1.0: np.array([2.3, 2.4])},
+             "residual": {0.1: np.array([2.3, 1.0]), 1.0: np.array([2.3, 0.5])}}
+    fig = first_steps_at_rate(steps, 1.0, title="finding")
+    lines = fig.axes[0].get_lines()
+    assert [line.get_label() for line in lines] == ["plain", "residual"]
+    assert list(lines[1].get_ydata()) == [2.3, 0.5]
+    with pytest.raises(ValueError, match="learning_rate must be one of"):
+        first_steps_at_rate(steps, 0.3, title="finding")

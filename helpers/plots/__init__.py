@@ -11,7 +11,7 @@ from .landscape import loss_slices, loss_surfaces
 from .lesion import lesion_by_block, lesion_by_count, lesion_frame, path_lengths
 from .published import imagenet_history
 from .scrambling import principal_plane, signal_through_depth
-from .shattering import correlation_by_depth, gradient_curves, minibatch_agreement
+from .shattering import correlation_by_depth, first_steps_at_rate, gradient_curves, minibatch_agreement
 from .style import (
     COLORS,
     SCALE,
@@ -37,7 +37,7 @@ __all__ = [
     "imagenet_history", "loss_slices", "loss_surfaces", "path_lengths", "lesion_by_block",
     "lesion_by_count", "lesion_frame",
     "outer_product", "principal_plane", "signal_through_depth", "gradient_curves", "correlation_by_depth",
-    "minibatch_agreement",
+    "minibatch_agreement", "first_steps_at_rate",
 ]
 
 install_figure_format()  # in a notebook: figures at twice their pixels, shown at their size

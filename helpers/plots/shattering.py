@@ -85,3 +85,21 @@ def minibatch_agreement(depths, cosines: dict, first_steps: dict, *, title: str)
            xlabel="SGD step", ylabel="training loss (cross-entropy)")
     title_figure(fig, title)
     return fig
+
+
+def first_steps_at_rate(first_steps: dict, learning_rate: float, *, title: str):
+    """The training loss of each kind over the first steps at one learning rate of
+    ``first_steps`` (``{kind: {lr: losses}}``, as :func:`helpers.experiments.shattering.first_steps`
+    returns it)."""
+    rates = sorted({lr for by_rate in first_steps.values() for lr in by_rate})
+    if learning_rate not in rates:
+        raise ValueError(f"learning_rate must be one of the rates measured, {rates}; got {learning_rate!r}")
+    fig, ax = new_figure(width=7.0, height=3.8)
+    for kind, by_rate in first_steps.items():
+        losses = by_rate[learning_rate]
+        with house_style():
+            ax.plot(np.arange(len(losses)), losses, color=COLORS[kind], linewidth=2.0, label=kind)
+    with house_style():
+        ax.set_ylim(bottom=0.0)
+    finish(ax, title=title, xlabel="SGD step", ylabel="training loss (cross-entropy)")
+    return fig
