@@ -37,7 +37,7 @@ def outer_product(delta, activation, *, title: str, row_name: str = "δ₂ (erro
         # three ticks: the narrow panel has room for no more
         reach = float(np.max(np.abs(delta))) or 1.0
         left.set_xlim(-1.1 * reach, 1.1 * reach)
-        left.set_xticks([-reach, 0.0, reach], [f"{-reach:.2g}", "0", f"{reach:.2g}"])
+        left.set_xticks([-reach, 0.0, reach], [f"\u2212{reach:.2g}", "0", f"{reach:.2g}"])
         left.set_yticks([])
     finish(heat, title="the gradient: one row per output, one column per hidden unit",
            xlabel=f"column j: {column_name}", ylabel=f"row i: {row_name}", legend=False)
