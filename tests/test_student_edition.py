@@ -43,6 +43,10 @@ def test_plain_markdown_has_no_sphinx_left():
     assert glued_text("'relu'", "") == "relu" and glued_text("0.12345", ".1%") == "12.3%"
     with pytest.raises(ValueError, match="nothing was glued under 'missing'"):
         plain_markdown("{glue:text}`missing`", glued={}, here="x.ipynb", bib=BIB, number=lambda: 1)
+    links = plain_markdown("Read {doc}`02_b` and {doc}`the intro <01_a>`; see {doc}`../appendix/api`.", glued={},
+                           here="x.ipynb", bib=BIB, number=lambda: 1,
+                           titles={"01_a.ipynb": "A", "02_b.ipynb": "Two: B"})
+    assert links == "Read [Two: B](02_b.ipynb) and [the intro](01_a.ipynb); see api."
     with pytest.raises(ValueError, match="no plain form"):
         plain_markdown("{download}`x`", glued={}, here="x.ipynb", bib=BIB, number=lambda: 1)
 

@@ -10,7 +10,10 @@ student edition therefore rewrites each markdown cell:
 * ``{glue:text}`name:format``` (or ``notebook.ipynb::name:format``) becomes the number the
   site shows (seed 0, from the book's executed notebooks), formatted the same way;
 * ``{cite}`key``` becomes (Author et al. year), from ``book/references.bib``;
-* ``{func}``, ``{mod}`` become code; ``{term}`` its text; ``{numref}`` "the figure".
+* ``{func}``, ``{mod}`` become code; ``{term}`` its text; ``{numref}`` "the figure";
+* ``{doc}`` becomes a markdown link to the notebook beside it (titled as the site titles it)
+  where that notebook is in ``titles``, and its text otherwise (the student edition holds no
+  other pages).
 """
 
 from __future__ import annotations
@@ -61,10 +64,12 @@ def _quote(head: str, body: str) -> str:
 
 
 def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bib: Path,
-                   number: Callable[[], int]) -> str:
+                   number: Callable[[], int], titles: dict[str, str] | None = None) -> str:
     """``text`` (one markdown cell of notebook ``here``, a file name) without Sphinx directives
     and roles; ``glued`` maps each notebook's file name to {glue name: text/plain value};
-    ``number()`` gives the next exercise's number."""
+    ``number()`` gives the next exercise's number; ``titles`` maps the file names of the
+    notebooks in ``here``'s folder to their titles (for ``{doc}`` links)."""
+    titles = titles or {}
 
     def exercise(m: re.Match) -> str:
         return _quote(f"**Exercise {number()}: {m['title'].strip()}**", m["body"])
@@ -86,6 +91,13 @@ def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bi
             return re.sub(r"\s*<[^>]*>$", "", body)
         if kind == "numref":
             return "the figure"
+        if kind == "doc":
+            explicit = re.fullmatch(r"(?P<text>.*?)\s*<(?P<target>[^>]*)>", body)
+            target = explicit["target"] if explicit else body
+            name = Path(target).name + ".ipynb"
+            if name not in titles:
+                return explicit["text"] if explicit else Path(target).name.replace("_", " ")
+            return f"[{explicit['text'] if explicit else titles[name]}]({name})"
         raise ValueError(f"no plain form for the role {{{kind}}}")
 
     text = EXERCISE.sub(exercise, text)

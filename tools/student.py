@@ -127,8 +127,8 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
     folder.mkdir(parents=True)
     glued, bib, count = _glued(root), root / "book" / "references.bib", iter(range(1, 10**6))
 
-    def plain(text: str, here: str) -> str:
-        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count))
+    def plain(text: str, here: str, titles: dict[str, str]) -> str:
+        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count), titles=titles)
 
     for chapter in dict.fromkeys(p.parent.name for p in toc_notebooks(root)):  # in reading order
         # nbgrader's release, from a course folder of its own: the instructor's class
@@ -136,16 +136,17 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
         # regenerate an assignment whose notebooks changed.
         notebooks = release(int(chapter.removeprefix("ch")), folder / chapter,
                             Path(root) / "_build" / "student-release", root=root)
+        titles = {path.name: page_title(path) for path in notebooks}
         for path in notebooks:
             nb = nbformat.read(path, as_version=4)
             for cell in nb.cells:
                 if cell.cell_type == "markdown":
-                    cell.source = plain(cell.source, path.name)
+                    cell.source = plain(cell.source, path.name, titles)
             nbformat.write(nb, path)
         index = root / "book" / chapter / "index.md"
         if index.exists():
             text = index.read_text(encoding="utf-8").replace("```{tableofcontents}\n```", _contents(notebooks))
-            (folder / chapter / "index.md").write_text(plain(text, "index.md"), encoding="utf-8")
+            (folder / chapter / "index.md").write_text(plain(text, "index.md", titles), encoding="utf-8")
     wheel = build_wheel(folder / "wheels", root)
     (folder / "requirements.txt").write_text(student_requirements(wheel, root), encoding="utf-8")
     (folder / "README.md").write_text(README, encoding="utf-8")
