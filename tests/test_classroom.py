@@ -5,16 +5,31 @@ from __future__ import annotations
 
 import copy
 import csv
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
-from classroom import HIDDEN, find_exercises, grade, graded_notebook
+from classroom import HIDDEN, _failures, find_exercises, grade, graded_notebook
 
 from helpers.toc import ROOT, toc_notebooks
 
 NOTEBOOKS = toc_notebooks(ROOT)
 new_code, new_md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
+
+
+def test_a_dead_kernel_is_named_even_when_socket_errors_follow_it():
+    log = ("[AutogradeApp | ERROR] Kernel died while waiting for execute reply.\n"
+           "nbclient.exceptions.DeadKernelError: Kernel died\n"
+           "zmq.error.ZMQError: Socket operation on non-socket\n"
+           "[AutogradeApp | ERROR] There was an error processing assignment 'ch1' for student 'crash'\n"
+           "ValueError: something else\n"
+           "[AutogradeApp | ERROR] There was an error processing assignment 'ch1' for student 'odd'\n"
+           "[AutogradeApp | ERROR] There was an error processing assignment 'ch1' for student 'bare'\n")
+    failed = _failures(subprocess.CompletedProcess([], 1, stdout=log, stderr=""))
+    assert set(failed) == {"crash", "odd", "bare"}
+    assert "DeadKernelError: Kernel died" in failed["crash"] and "ZMQError" not in failed["crash"]
+    assert "ValueError: something else" in failed["odd"] and "see nbgrader's log" in failed["bare"]
 
 
 def _exercise(label: str, title: str, points: int) -> str:

@@ -186,8 +186,9 @@ def _nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.Comple
 
 
 def _failures(result: subprocess.CompletedProcess) -> dict[str, str]:
-    """The students nbgrader could not grade (their kernel died, say), each with the last error
-    its log names before it says so."""
+    """The students nbgrader could not grade (their kernel died, say), each with the error its
+    log names before it says so: a dead kernel where the log names one (the socket errors that
+    follow a kernel's death come in varying order), else the last error."""
     failed, errors = {}, []
     for line in (result.stdout + result.stderr).splitlines():
         line = line.strip()
@@ -195,7 +196,8 @@ def _failures(result: subprocess.CompletedProcess) -> dict[str, str]:
             errors.append(line)
         who = re.search(r"There was an error processing assignment '[^']*' for student '([^']+)'", line)
         if who:
-            reason = errors[-1] if errors else "see nbgrader's log"
+            died = [e for e in errors if "Kernel died" in e or "DeadKernel" in e]
+            reason = (died or errors or ["see nbgrader's log"])[-1]
             failed[who[1]] = f"could not be graded ({reason}), so no points; look at it"
             errors = []
     return failed
