@@ -189,5 +189,5 @@ def check_layer_norm(fn) -> Feedback:
 
 
 REFERENCES = (F.layer_norm, torch.layer_norm, torch.nn.LayerNorm, _layer_norm)
-"""The answer keys for chapter 3: PyTorch's LayerNorm (function, op and module) and the
-checker's own, off limits while a learner's function is checked."""
+"""The answer keys for chapter 3 (PyTorch's LayerNorm as a function, an op and a module, and
+the checker's own), off limits while a learner's function is checked."""
