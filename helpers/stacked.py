@@ -36,7 +36,7 @@ from ._checks import choice, non_empty, positive_int, real_number
 from .environment import is_static_build
 from .models.mlp import DeepMLP
 from .seeding import generator
-from .training import History, make_optimizer
+from .training import History, make_optimizer, warmup_schedule
 
 
 def _shape_of(model: DeepMLP) -> tuple:
@@ -131,12 +131,14 @@ class _Stack:
 def fit_together(models: Sequence[DeepMLP], x: torch.Tensor, y: torch.Tensor, *, epochs: int,
                  lr: float | Sequence[float], seeds: Sequence[int], batch_size: int = 128,
                  momentum: float = 0.9, weight_decay: float = 1e-4, optimizer: str = "sgd",
-                 progress: bool | None = None, description: str = "training") -> list[History]:
+                 warmup_steps: int = 0, progress: bool | None = None,
+                 description: str = "training") -> list[History]:
     """Train every net of ``models`` as :func:`helpers.training.fit` would, all at once.
 
     ``models`` are :class:`~helpers.models.mlp.DeepMLP` s of one shape (plain and residual
     may mix); ``seeds[e]`` orders member ``e``'s mini-batches; ``lr`` is one learning rate
-    or one per member (SGD only). The models are trained in place; returns one
+    or one per member (SGD only), and ``warmup_steps`` ramps every member's rate up alike
+    (:func:`helpers.training.warmup_schedule`). The models are trained in place; returns one
     :class:`~helpers.training.History` per model.
     """
     models = _check_models(models)
@@ -164,6 +166,7 @@ def fit_together(models: Sequence[DeepMLP], x: torch.Tensor, y: torch.Tensor, *,
         scale = torch.tensor(lrs, dtype=params[0].dtype)
     else:
         opt = make_optimizer(params, optimizer, lrs[0], momentum, weight_decay)
+    schedule = warmup_schedule(opt, warmup_steps)  # scales η = 1 in the per-member case, so η_e alike
 
     gens = [generator(s) for s in seeds]
     histories = [History() for _ in models]
@@ -184,6 +187,8 @@ def fit_together(models: Sequence[DeepMLP], x: torch.Tensor, y: torch.Tensor, *,
                     for p in params:
                         p.grad.add_(p, alpha=weight_decay).mul_(scale.view(-1, *([1] * (p.dim() - 1))))
             opt.step()
+            if schedule is not None:
+                schedule.step()
             losses.append(loss.detach().mean(dim=1))
             errors.append((logits.detach().argmax(dim=2) != targets).float().mean(dim=1))
             sizes.append(idx.shape[1])

@@ -47,15 +47,29 @@ def make_optimizer(model, name: str, lr: float, momentum: float,
     return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
 
+def warmup_schedule(opt: torch.optim.Optimizer, warmup_steps: int):
+    """Linear warm-up of ``opt``'s learning rate: step ``k`` (counting from 0) uses
+    ``lr * min(1, (k + 1) / warmup_steps)``, so the rate climbs from ``lr / warmup_steps`` to
+    ``lr`` over the first ``warmup_steps`` steps and stays there. A
+    ``torch.optim.lr_scheduler.LambdaLR`` to step after each optimiser step; ``None`` when
+    ``warmup_steps`` is 0 (no warm-up)."""
+    warmup_steps = positive_int("warmup_steps", warmup_steps, minimum=0)
+    if warmup_steps == 0:
+        return None
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / warmup_steps))
+
+
 def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int,
         lr: float, batch_size: int = 128, momentum: float = 0.9,
         weight_decay: float = 1e-4, optimizer: str = "sgd", seed: int = 0,
-        progress: bool | None = None, description: str = "training") -> History:
+        warmup_steps: int = 0, progress: bool | None = None, description: str = "training") -> History:
     """Train ``model`` to classify ``x`` as ``y`` with cross-entropy; return
     its :class:`History`.
 
     ``seed`` fixes the order of the mini-batches (the model's init is the
-    caller's). ``progress=None`` shows a bar unless this is a static build.
+    caller's). ``warmup_steps`` > 0 ramps the learning rate up linearly over the first
+    steps (:func:`warmup_schedule`). ``progress=None`` shows a bar unless this is a
+    static build.
     """
     epochs = positive_int("epochs", epochs)
     batch_size = positive_int("batch_size", batch_size)
@@ -66,6 +80,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int,
     momentum = real_number("momentum", momentum, low=0.0)
     weight_decay = real_number("weight_decay", weight_decay, low=0.0)
     opt = make_optimizer(model, optimizer, lr, momentum, weight_decay)
+    schedule = warmup_schedule(opt, warmup_steps)
     gen = generator(seed)
     show = (not is_static_build()) if progress is None else bool(progress)
     history = History()
@@ -79,6 +94,8 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int,
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if schedule is not None:
+                schedule.step()
             losses.append(loss.item())
             wrong = logits.argmax(dim=1) != y[idx]
             errors.append(float(wrong.float().mean()))

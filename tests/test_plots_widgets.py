@@ -235,3 +235,35 @@ def test_lesion_frame_crosses_out_the_deleted_blocks():
     assert "2 of 4 deleted" in top.get_title()
     assert [round(b.get_width(), 6) for b in bottom.containers[1]] == [60.0, 5.0]
     plt.close(fig)
+
+
+def test_chapter_3_figures_draw_what_they_say():
+    import torch
+
+    from helpers.measure.concat import join_costs
+    from helpers.measure.streams import residual_stream
+
+    fig = plots.correction_picture([0.5, 0.5], [0.3, -0.2])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "H = x + F(x) = [0.80, 0.30]" in texts and "F(x) = [+0.30, \u22120.20]" in texts
+    assert "‖F‖ / ‖x‖ = 0.51" in fig.axes[0].get_title()
+    plt.close(fig)
+    large = plots.correction_picture([0.5, 0.5], [-0.6, 0.9])
+    assert large.axes[0].get_title().startswith("F(x) outweighs x")
+    plt.close(large)
+    with pytest.raises(ValueError, match="2-D vectors"):
+        plots.correction_picture([1, 2, 3], [0, 0])
+    records = {n: residual_stream(3, 8, 16, norm=n, generator=torch.Generator().manual_seed(0))
+               for n in ("none", "pre", "post")}
+    fig = plots.stream_variance(records, title="The variance doubles")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and len(ax.get_lines()) == 3 + 2 + 1  # curves, predictions, legend key
+    plt.close(fig)
+    out = {"LayerNorm": [("mates A", np.zeros((4, 2))), ("mates B", np.ones((4, 2)))],
+           "BatchNorm": [("a", np.ones((4, 2)))]}
+    fig = plots.batch_mate_outputs(out, title="Only BatchNorm listens to the batch")
+    assert [ax.get_title() for ax in fig.axes] == ["LayerNorm", "BatchNorm"]
+    plt.close(fig)
+    fig = plots.join_costs_figure(join_costs(8, 5, join="add"), join_costs(8, 5), title="Concat explodes")
+    assert fig.axes[0].get_lines()[1].get_ydata()[-1] == 8 * 2 ** 5
+    plt.close(fig)

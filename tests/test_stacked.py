@@ -39,6 +39,31 @@ def test_fit_together_equals_fit_net_by_net(options):
         assert torch.allclose(model(data.x_test), ref(data.x_test), atol=1e-4)
 
 
+def test_warm_up_ramps_the_rate_and_fit_together_follows_it():
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
+    schedule = helpers.training.warmup_schedule(opt, 4)
+    rates = []
+    for _ in range(6):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    assert rates == pytest.approx([0.125, 0.25, 0.375, 0.5, 0.5, 0.5])
+    assert helpers.training.warmup_schedule(opt, 0) is None
+    with pytest.raises(ValueError, match="warmup_steps must be >= 0"):
+        helpers.training.warmup_schedule(opt, -1)
+    data = helpers.data.digits()
+    helpers.seed_everything(2)
+    models = [DeepMLP(6, 8, norm="none"), DeepMLP(6, 8, norm="none")]
+    alone, plain = [copy.deepcopy(m) for m in models], copy.deepcopy(models[0])
+    fit_together(models, data.x_train, data.y_train, epochs=1, lr=[0.05, 0.02], seeds=[0, 3], warmup_steps=6,
+                 progress=False)
+    for model, ref, lr, seed in zip(models, alone, [0.05, 0.02], [0, 3]):
+        fit(ref, data.x_train, data.y_train, epochs=1, lr=lr, seed=seed, warmup_steps=6, progress=False)
+        assert _max_difference(model, ref) < 1e-4
+    fit(plain, data.x_train, data.y_train, epochs=1, lr=0.05, seed=0, progress=False)
+    assert _max_difference(plain, models[0]) > 1e-3  # the warm-up changed the steps
+
+
 def test_fit_together_with_adam_equals_fit():
     """Without BatchNorm: a bias in front of BatchNorm has a gradient of exactly zero, so its
     computed gradient is pure rounding, which Adam's normalised step blows up to ~lr."""

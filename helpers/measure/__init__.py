@@ -4,6 +4,7 @@ from .backprop import backprop_by_autograd, backprop_by_hand, gradient_rank, lar
 from .batch_mates import batch_mate_drift, drift_table
 from .branches import branch_ratios, net_branch_ratios
 from .concat import join_costs, measured_costs
+from .cost import saved_tensor_bytes, seconds_per_step, stream_gradient_norms
 from .gradients import GradientProfile, gradient_profile, per_layer_factor
 from .jacobian import jacobian_singular_values
 from .landscape import filter_normalised_direction, loss_slice_1d, loss_surface_2d, sharpness
@@ -11,6 +12,7 @@ from .lesion import error_rate, random_lesions, single_block_lesions
 from .paths import enumerate_path_lengths, path_length_counts
 from .scrambling import mean_field_cosines, pair_cosines, probe_accuracy, relu_cosine_map
 from .shattering import input_gradients, minibatch_gradient_cosine, neighbour_correlation
+from .skip_gradient import SkipGradient, skip_gradient_parts
 from .streams import StreamRecord, residual_stream, variance_terms
 from .tuning import best_setting
 
@@ -22,5 +24,6 @@ __all__ = [
     "backprop_by_hand", "backprop_by_autograd", "gradient_rank", "largest_relative_error", "pair_cosines",
     "probe_accuracy", "relu_cosine_map", "mean_field_cosines", "input_gradients", "neighbour_correlation",
     "minibatch_gradient_cosine", "batch_mate_drift", "drift_table", "join_costs", "measured_costs", "StreamRecord",
-    "residual_stream", "variance_terms",
+    "residual_stream", "variance_terms", "saved_tensor_bytes", "seconds_per_step", "stream_gradient_norms",
+    "SkipGradient", "skip_gradient_parts",
 ]

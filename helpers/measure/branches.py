@@ -11,6 +11,8 @@ measure is the ratio of Frobenius norms over a batch,
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -32,9 +34,16 @@ def branch_ratios(blocks, x: torch.Tensor) -> np.ndarray:
 
 
 @torch.no_grad()
-def net_branch_ratios(model, x: torch.Tensor) -> np.ndarray:
-    """:func:`branch_ratios` of every block of a :class:`~helpers.models.mlp.DeepMLP`, in
-    evaluation mode, with the blocks fed as in ``model(x)`` (the stem's output first)."""
+def net_branch_ratios(model, x: torch.Tensor, *, batch_statistics: bool = False) -> np.ndarray:
+    """:func:`branch_ratios` of every block of a :class:`~helpers.models.mlp.DeepMLP`, with the
+    blocks fed as in ``model(x)`` (the stem's output first), in evaluation mode; with
+    ``batch_statistics`` in training mode instead, on a copy (so a BatchNorm normalises with
+    the batch's own statistics, as during training, and the model's running statistics are
+    left alone). At initialisation the two differ: a fresh BatchNorm's running statistics
+    (mean 0, variance 1) make it the identity in evaluation mode."""
+    if batch_statistics:
+        model = copy.deepcopy(model).train()
+        return branch_ratios(model.blocks, model.stem_output(x))
     was_training = model.training
     model.eval()
     try:

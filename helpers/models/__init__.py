@@ -1,11 +1,12 @@
 """Models: plain/residual MLP twins and a small Transformer encoder (chapter 1), and chains of
-one-layer blocks (chapter 2)."""
+one-layer blocks (chapter 2), and MLPs that join by add or concatenation (chapter 3)."""
 
 from .chain import LayerChain
+from .joins import JoinedMLP
 from .mlp import INIT_NAMES, Block, DeepMLP, blocks_for_depth, init_linear_, stack_twins
 from .transformer import EncoderLayer, SelfAttention, SequenceTransformer
 
 __all__ = [
-    "LayerChain", "INIT_NAMES", "Block", "DeepMLP", "blocks_for_depth", "init_linear_", "stack_twins",
+    "LayerChain", "JoinedMLP", "INIT_NAMES", "Block", "DeepMLP", "blocks_for_depth", "init_linear_", "stack_twins",
     "EncoderLayer", "SelfAttention", "SequenceTransformer",
 ]

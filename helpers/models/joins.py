@@ -1,0 +1,76 @@
+"""MLPs whose blocks join a branch to the stream by add or by concatenation.
+
+Each of ``blocks`` blocks has a branch ``F(h) = W2 relu(W1 N(h))`` (``N`` a LayerNorm or
+nothing) that keeps its input's width, and joins it to the stream ``h`` by ``join``:
+
+* ``"add"``:            ``h <- h + F(h)``                 width stays ``width``;
+* ``"concat-project"``: ``h <- P [h, F(h)]``              ``P`` a linear layer ``2 width -> width``
+  (the fair comparison: the same width everywhere, the parameters of ``P`` extra);
+* ``"concat-grow"``:    ``h <- [h, F(h)]``                width doubles at every block;
+* ``"none"``:           ``h <- F(h)``                     a plain stack, for reference.
+
+A stem maps the input to ``width`` features and a head maps the last stream to the classes.
+Weights get He initialisation (:func:`helpers.models.mlp.init_linear_`); ``P`` gets
+Xavier's, which keeps the size of ``[h, F(h)]`` (twice the features) at the size of ``h``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._checks import choice, positive_int
+from .mlp import INITS, init_linear_
+
+JOINS = ("add", "concat-project", "concat-grow", "none")
+JOIN_NORMS = ("none", "layer")
+
+
+class JoinedMLP(nn.Module):
+    """Stem, ``blocks`` blocks joined by ``join``, head (see the module docstring)."""
+
+    def __init__(self, blocks: int, width: int = 32, *, join: str = "add", norm: str = "none",
+                 in_features: int = 64, out_features: int = 10, init: str = "he"):
+        super().__init__()
+        self.blocks, self.width = positive_int("blocks", blocks), positive_int("width", width)
+        self.join, self.norm = choice("join", join, JOINS), choice("norm", norm, JOIN_NORMS)
+        choice("init", init, INITS)
+        widths = [width * 2 ** i if join == "concat-grow" else width for i in range(blocks)]
+        self.stem = nn.Linear(positive_int("in_features", in_features), width)
+        self.norms = nn.ModuleList(nn.LayerNorm(w) if norm == "layer" else nn.Identity() for w in widths)
+        self.fc1 = nn.ModuleList(nn.Linear(w, w) for w in widths)
+        self.fc2 = nn.ModuleList(nn.Linear(w, w) for w in widths)
+        self.project = nn.ModuleList(nn.Linear(2 * w, w) for w in widths) if join == "concat-project" else None
+        final = 2 * widths[-1] if join == "concat-grow" else width
+        self.head = nn.Linear(final, positive_int("out_features", out_features))
+        for layer in (self.stem, *self.fc1, *self.fc2):
+            init_linear_(layer, init)
+        for layer in (*(self.project or ()), self.head):
+            init_linear_(layer, "xavier" if init != "pytorch" else "pytorch")
+
+    def branch(self, i: int, h: torch.Tensor) -> torch.Tensor:
+        """Block ``i``'s branch ``F(h)``."""
+        return self.fc2[i](torch.relu(self.fc1[i](self.norms[i](h))))
+
+    def representations(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """``[h_0, ..., h_blocks]``: the stem's output and the stream after each block."""
+        h = self.stem(x)
+        out = [h]
+        for i in range(self.blocks):
+            f = self.branch(i, h)
+            if self.join == "add":
+                h = h + f
+            elif self.join == "none":
+                h = f
+            else:
+                h = torch.cat([h, f], dim=-1)
+                if self.project is not None:
+                    h = self.project[i](h)
+            out.append(h)
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.representations(x)[-1])
+
+    def extra_repr(self) -> str:
+        return f"blocks={self.blocks}, width={self.width}, join={self.join!r}, norm={self.norm!r}"
