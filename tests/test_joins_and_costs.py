@@ -98,3 +98,24 @@ def test_concat_grow_keeps_far_more_than_add_and_the_stream_gradients_are_measur
     assert seconds_per_step(add, x, y, repeats=2) > 0
     with pytest.raises(TypeError, match="representations"):
         stream_gradient_norms(torch.nn.Linear(64, 10), x, y)
+
+
+def test_compare_joins_measures_and_trains_each_join():
+    import helpers
+    from helpers.experiments.joins import compare_joins
+
+    data = helpers.data.digits()
+    torch.manual_seed(5)
+    before = torch.rand(1)
+    torch.manual_seed(5)
+    runs = compare_joins(data, joins=("add", "concat-project", "concat-grow"), blocks=3, grow_blocks=2, seeds=(0, 1),
+                         width=8, epochs=1, progress=False)
+    assert torch.equal(torch.rand(1), before)
+    joins = ("add", "concat-project", "concat-grow")
+    assert [(r.join, r.seed) for r in runs] == [(j, s) for j in joins for s in (0, 1)]
+    by = {(r.join, r.seed): r for r in runs}
+    assert by["concat-project", 0].params > by["add", 0].params and by["concat-grow", 0].blocks == 2
+    assert by["concat-project", 0].saved_bytes > by["add", 0].saved_bytes
+    assert all(len(r.losses) == 1 and 0 <= r.test_error <= 1 and r.input_gradient_ratio > 0 for r in runs)
+    with pytest.raises(ValueError, match="joins must be among"):
+        compare_joins(data, joins=("stack",))

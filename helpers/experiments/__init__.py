@@ -4,6 +4,7 @@ from .branch_scale import ScaleRun, init_scale_sweep
 from .degradation import DegradationResult, run_degradation
 from .gradient_flow import init_gradient_profiles
 from .identity import IdentityRace, identity_race, identity_races, steps_to, weight_decay_branches
+from .joins import JoinRun, compare_joins
 from .landscapes import train_loss_surfaces
 from .lesion_study import errors_by_count, lesion_choices
 from .norm_order import NormOrderByDepth, depth_exponent, norm_order_by_depth, norm_order_profiles
@@ -23,7 +24,7 @@ from .spectra import block_spectra, share_near_one
 from .twins import train_twins, train_twins_for_seeds
 
 __all__ = [
-    "ScaleRun", "init_scale_sweep",
+    "ScaleRun", "init_scale_sweep", "JoinRun", "compare_joins",
     "DegradationResult", "run_degradation", "init_gradient_profiles", "IdentityRace", "identity_race",
     "identity_races", "steps_to", "weight_decay_branches", "errors_by_count", "lesion_choices",
     "norm_order_profiles", "norm_order_by_depth", "NormOrderByDepth", "depth_exponent", "block_spectra",
