@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -70,3 +72,14 @@ def seeds_of_run(seed: int, n: int) -> tuple[int, ...]:
 def generator(seed: int) -> torch.Generator:
     """A private ``torch.Generator`` seeded with ``seed`` (for shuffling, directions...)."""
     return torch.Generator().manual_seed(positive_int("seed", seed, minimum=0))
+
+
+@contextmanager
+def isolated(seed: int) -> Iterator[None]:
+    """Draw from PyTorch's global generator seeded with ``seed``, and put the caller's random
+    state back afterwards: ``with isolated(3): net = DeepMLP(...)`` draws the same net
+    whatever ran before, and leaves the notebook's own random sequence untouched."""
+    seed = positive_int("seed", seed, minimum=0)
+    with torch.random.fork_rng(devices=[]):  # the CPU generator, where the course's nets are drawn
+        torch.default_generator.manual_seed(seed)
+        yield

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.seeding import default_seed, generator, seed_everything
+from helpers.seeding import default_seed, generator, isolated, seed_everything
 
 
 def test_seed_everything_makes_python_numpy_and_torch_repeat():
@@ -63,3 +63,17 @@ def test_runs_with_different_seeds_share_no_net():
         seeds_of_run(1, 0)
     with pytest.raises(TypeError, match="seed"):
         seeds_of_run("1", 3)
+
+
+def test_isolated_draws_from_its_seed_and_restores_the_callers_state():
+    torch.manual_seed(7)
+    expected_next = torch.rand(2)
+    torch.manual_seed(7)
+    with isolated(3):
+        first = torch.rand(2)
+    with isolated(3):
+        assert torch.equal(torch.rand(2), first)
+    assert torch.equal(torch.rand(2), expected_next)
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        with isolated(-1):
+            pass

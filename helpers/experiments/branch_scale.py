@@ -11,9 +11,9 @@ which is how normalisation helps.
 records, per net, the branch ratios (with the batch's statistics, as training sees them)
 and the gradient reaching the first layer at initialisation, and the training loss per
 epoch. A setting is the baseline (He initialisation, the given learning rate, no warm-up,
-no normalisation) or one remedy changed from it (:data:`SETTINGS`). Nets that differ only in their weights and learning
-rate train together (:func:`helpers.stacked.fit_together`); warm-up and each normalisation
-need a run of their own.
+no normalisation) or one remedy changed from it (:data:`SETTINGS`). Nets that differ only
+in their weights and learning rate train together (:func:`helpers.stacked.fit_together`);
+warm-up and each normalisation need a run of their own.
 
 A run's outcome, from its losses (:func:`outcome`): ``"diverged"`` (a loss became NaN or
 infinite), ``"stuck"`` (the last epoch's loss is still at least ``ln 10``, the loss of a
@@ -32,6 +32,7 @@ from .._checks import non_empty, positive_int, real_number
 from ..measure.branches import net_branch_ratios
 from ..measure.gradients import gradient_profile
 from ..models.mlp import DeepMLP
+from ..seeding import isolated
 from ..stacked import fit_together
 
 SETTINGS = {
@@ -100,32 +101,30 @@ def init_scale_sweep(x: torch.Tensor, y: torch.Tensor, *, scales, settings=("bas
     depth, width, epochs = positive_int("depth", depth), positive_int("width", width), positive_int("epochs", epochs)
     lr = real_number("lr", lr, low=0.0, low_inclusive=False)
     warmup_steps = positive_int("warmup_steps", warmup_steps)
-    runs: dict[tuple, ScaleRun] = {}
-    # one training group per (normalisation, warm-up): members differ in weights and rate only
-    groups: dict[tuple, list[tuple]] = {}
+    # one training group per (normalisation, warm-up): its members differ in weights and rate only
+    groups: dict[tuple[str, bool], list[str]] = {}
     for setting in settings:
         change = SETTINGS[setting]
         groups.setdefault((change.get("norm", "none"), bool(change.get("warmup"))), []).append(setting)
     probe_x, probe_y = x[:256], y[:256]
+    runs: dict[tuple, ScaleRun] = {}
     for (_, warm), members in groups.items():
-        nets, keys, rates = [], [], []
+        group, nets = [], []
         for setting in members:
             for scale in scales:
                 for seed in seeds:
-                    with torch.random.fork_rng():  # the caller's random state is left alone
-                        torch.manual_seed(seed)
+                    with isolated(seed):
                         net = _net(depth, width, scale, setting)
-                    ratios = net_branch_ratios(net, probe_x, batch_statistics=True)
                     grad = gradient_profile(net, torch.nn.functional.cross_entropy, probe_x, probe_y).weight[0]
                     net.zero_grad(set_to_none=True)
-                    runs[(setting, scale, seed)] = ScaleRun(setting, scale, seed, ratios, float(grad), np.array([]))
+                    group.append(ScaleRun(setting, scale, seed, net_branch_ratios(net, probe_x, batch_statistics=True),
+                                          float(grad), np.array([])))
                     nets.append(net)
-                    keys.append((setting, scale, seed))
-                    rates.append(lr * SETTINGS[setting].get("lr_factor", 1.0))
-        with np.errstate(all="ignore"):
-            histories = fit_together(nets, x, y, epochs=epochs, lr=rates, seeds=[k[2] for k in keys],
-                                     warmup_steps=warmup_steps if warm else 0, progress=progress,
-                                     description="branch-scale sweep")
-        for key, history in zip(keys, histories):
-            runs[key].losses = np.array(history.train_loss)
+        histories = fit_together(nets, x, y, epochs=epochs, seeds=[run.seed for run in group],
+                                 lr=[lr * SETTINGS[run.setting].get("lr_factor", 1.0) for run in group],
+                                 warmup_steps=warmup_steps if warm else 0, progress=progress,
+                                 description="branch-scale sweep")
+        for run, history in zip(group, histories):
+            run.losses = np.array(history.train_loss)
+            runs[run.setting, run.scale, run.seed] = run
     return [runs[(setting, scale, seed)] for setting in settings for scale in scales for seed in seeds]

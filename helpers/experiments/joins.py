@@ -19,6 +19,7 @@ import torch
 from .._checks import non_empty, positive_int, real_number
 from ..measure.cost import saved_tensor_bytes, seconds_per_step, stream_gradient_norms
 from ..models.joins import JOINS, JoinedMLP
+from ..seeding import isolated
 from ..training import fit
 
 
@@ -57,8 +58,7 @@ def compare_joins(data, *, joins=("add", "concat-project", "none"), blocks: int 
     for join in joins:
         n = grow_blocks if join == "concat-grow" else blocks
         for seed in seeds:
-            with torch.random.fork_rng():
-                torch.manual_seed(seed)
+            with isolated(seed):
                 net = JoinedMLP(n, width, join=join, norm=norm, in_features=data.n_features,
                                 out_features=data.n_classes)
             ratio = stream_gradient_norms(net, data.x_train[:512], data.y_train[:512])

@@ -17,6 +17,7 @@ from ..measure.lesion import error_rate, single_block_lesions
 from ..measure.paths import enumerate_path_lengths, path_length_counts
 from ..measure.tuning import best_setting
 from ..models.mlp import DeepMLP
+from ..seeding import isolated
 from .base import Case, Feedback, compare_numeric, run_cases
 from .values import WrongType, as_number, as_numeric_array
 
@@ -255,8 +256,7 @@ def _net_with_key_block(rng: np.random.Generator, n_blocks: int, key: int):
 
     The net is drawn from ``rng`` without touching PyTorch's global random state."""
     for _ in range(20):
-        with torch.random.fork_rng(devices=[]):
-            torch.default_generator.manual_seed(int(rng.integers(2 ** 62)))
+        with isolated(int(rng.integers(2 ** 62))):
             model = DeepMLP(2 * n_blocks + 2, width=16, norm="none")
             x = torch.randn(256, 64)
         with torch.no_grad():

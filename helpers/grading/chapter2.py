@@ -23,7 +23,7 @@ from .._checks import choice
 from ..measure.backprop import backprop_by_autograd, backprop_by_hand
 from .base import Case, Feedback, run_cases
 from .chapter1 import _rng
-from .values import WrongType, as_numeric_array
+from .values import WrongType, as_numeric_array, float32_rounding
 
 ACTIVATIONS = ("relu", "sigmoid")
 _RTOL, _ATOL = 1e-7, 1e-10  # float64: a right answer agrees with autograd to about 1e-15
@@ -189,11 +189,10 @@ def _gradient_problem(key: str, got, expected: np.ndarray, mistakes: list, d: st
     for name, wrong, message in mistakes:
         if name == key and not _close(wrong, expected) and _close(value, wrong):
             return f"the gradient for {key} is wrong: {message}"
+    rounding = float32_rounding(value, expected, what=f"the gradient for {key}", reference="autograd",
+                                fix="compute in float64 (NumPy's default), not float32")
     err = float(np.max(np.abs(value - expected)))
-    if np.allclose(value, expected, rtol=1e-4, atol=1e-6):
-        return (f"the gradient for {key} differs from autograd's by up to {err:.1g}, the rounding error of "
-                "float32: compute in float64 (NumPy's default), not float32.")
-    return f"the gradient for {key} is wrong: its entries differ from autograd's by up to {err:.3g}."
+    return rounding or f"the gradient for {key} is wrong: its entries differ from autograd's by up to {err:.3g}."
 
 
 def _compare_gradients(args: tuple, residual: bool):

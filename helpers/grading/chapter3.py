@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from .base import Case, Feedback, run_cases
 from .chapter1 import _rng
-from .values import WrongType, as_numeric_array
+from .values import WrongType, as_numeric_array, float32_rounding
 
 _RTOL, _ATOL = 1e-6, 1e-9  # float64: a right answer agrees with PyTorch's to about 1e-15
 
@@ -111,11 +111,10 @@ def _compare(args: tuple):
             hint = (" With one feature, n − 1 = 0: is the variance unbiased?" if x.shape[-1] == 1 else
                     " A row whose entries are all equal has variance 0: is eps inside the square root?")
             return f"the output has NaN or infinite entries ({bad} of {value.size}).{hint}"
+        rounding = float32_rounding(value, expected, what="the output", reference="PyTorch",
+                                    fix="compute in the dtype of x (float64 here)")
         err = float(np.max(np.abs(value - expected)))
-        if np.allclose(value, expected, rtol=1e-4, atol=1e-6):
-            return (f"the output differs from PyTorch's by up to {err:.1g}, the rounding error of float32: "
-                    "compute in the dtype of x (float64 here).")
-        return f"the output is wrong: its entries differ from PyTorch's layer_norm by up to {err:.3g}."
+        return rounding or f"the output is wrong: its entries differ from PyTorch's layer_norm by up to {err:.3g}."
     return compare
 
 

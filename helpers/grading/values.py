@@ -128,6 +128,16 @@ def compare_numeric(got, expected, *, rtol: float = 1e-5, atol: float = 1e-8) ->
     return None
 
 
+def float32_rounding(value: np.ndarray, expected: np.ndarray, *, what: str, reference: str, fix: str) -> str | None:
+    """A message when ``value`` differs from ``expected`` only as float32 rounding would
+    (``rtol = 1e-4``, ``atol = 1e-6``), naming ``what`` was compared, the ``reference`` it was
+    compared with and the ``fix``; ``None`` when the difference is larger than that."""
+    if not np.allclose(value, expected, rtol=1e-4, atol=1e-6):
+        return None
+    err = float(np.max(np.abs(value - expected)))
+    return f"{what} differs from {reference}'s by up to {err:.1g}, the rounding error of float32: {fix}."
+
+
 def same_value(a, b) -> bool:
     """Whether ``b`` (a learner's copy of an argument, after the call) still equals ``a``
     (an untouched copy): same type, and equal contents, NaN equal to NaN."""
