@@ -36,7 +36,11 @@ def test_fit_together_equals_fit_net_by_net(options):
         assert hist.train_error == ref_hist.train_error
         assert max(abs(a - b) for a, b in zip(hist.train_loss, ref_hist.train_loss)) < 1e-5
         model.eval(), ref.eval()
-        assert torch.allclose(model(data.x_test), ref(data.x_test), atol=1e-4)
+        # float32 rounding, relative to the size of the outputs (without normalisation they
+        # reach about 5, and two epochs of different summation orders leave ~1e-4 of it)
+        with torch.no_grad():
+            out, ref_out = model(data.x_test), ref(data.x_test)
+        assert (out - ref_out).abs().max() <= 1e-4 * max(1.0, float(ref_out.abs().max()))
 
 
 def test_warm_up_ramps_the_rate_and_fit_together_follows_it():
