@@ -131,3 +131,26 @@ def test_concat_doubles_the_width_and_quadruples_the_cost_each_layer():
         join_costs(8, 2, join="stack")
     with pytest.raises(ValueError, match="layers must be >= 1"):
         join_costs(8, 0)
+
+
+def test_feature_offset_sees_what_a_pooled_mean_hides():
+    from helpers.measure.streams import feature_offset
+
+    g = torch.Generator().manual_seed(0)
+    centred = torch.randn(4000, 6, generator=g, dtype=torch.float64)
+    assert feature_offset(centred) < 0.05
+    shifted = centred + torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+    assert abs(float(shifted.mean())) < 0.05  # the pooled mean is 0 ...
+    assert feature_offset(shifted) == pytest.approx(1 / np.sqrt(2), rel=0.05)  # ... each feature is not
+    with pytest.raises(ValueError, match="tokens, features"):
+        feature_offset(torch.zeros(3))
+
+
+def test_a_nonlinear_branch_shifts_the_streams_features_and_a_linear_one_does_not():
+    from helpers.measure.streams import residual_stream
+
+    shifted = residual_stream(12, 16, 256, activation="relu", generator=torch.Generator().manual_seed(1))
+    linear = residual_stream(12, 16, 256, activation="identity", generator=torch.Generator().manual_seed(1))
+    assert shifted.stream_offset.shape == (13,)
+    assert shifted.stream_offset[-1] > 3 * linear.stream_offset[-1]
+    assert np.allclose(linear.hidden_skew, 0, atol=0.3)  # a linear branch leaves its units symmetric

@@ -1,7 +1,8 @@
 """Experiments behind the book's claims: each returns the numbers that a notebook asserts on."""
 
-from .branch_scale import ScaleRun, init_scale_sweep
+from .branch_scale import ScaleProfile, ScaleRun, init_scale_sweep, scale_profile
 from .degradation import DegradationResult, run_degradation
+from .effective_depth import SwitchedOff, effective_depth, rank_agreement
 from .gradient_flow import init_gradient_profiles
 from .identity import IdentityRace, identity_race, identity_races, steps_to, weight_decay_branches
 from .joins import JoinRun, compare_joins
@@ -24,7 +25,8 @@ from .spectra import block_spectra, share_near_one
 from .twins import train_twins, train_twins_for_seeds
 
 __all__ = [
-    "ScaleRun", "init_scale_sweep", "JoinRun", "compare_joins",
+    "ScaleRun", "ScaleProfile", "init_scale_sweep", "scale_profile", "JoinRun", "compare_joins",
+    "SwitchedOff", "effective_depth", "rank_agreement",
     "DegradationResult", "run_degradation", "init_gradient_profiles", "IdentityRace", "identity_race",
     "identity_races", "steps_to", "weight_decay_branches", "errors_by_count", "lesion_choices",
     "norm_order_profiles", "norm_order_by_depth", "NormOrderByDepth", "depth_exponent", "block_spectra",

@@ -128,3 +128,40 @@ def init_scale_sweep(x: torch.Tensor, y: torch.Tensor, *, scales, settings=("bas
             run.losses = np.array(history.train_loss)
             runs[run.setting, run.scale, run.seed] = run
     return [runs[(setting, scale, seed)] for setting in settings for scale in scales for seed in seeds]
+
+
+@dataclass
+class ScaleProfile:
+    """One net of :func:`scale_profile` at initialisation: the root mean square of the
+    stream entering each block and after the last (``blocks + 1`` values), each block's
+    ``||F_i|| / ||x_i||``, and ``||dL/dW||`` of every weight layer, input to output."""
+
+    stream_rms: np.ndarray
+    ratios: np.ndarray
+    weight_grads: np.ndarray
+
+
+@torch.no_grad()
+def _stream_rms(net: DeepMLP, x: torch.Tensor) -> np.ndarray:
+    h = net.stem_output(x)
+    values = [float(h.pow(2).mean().sqrt())]
+    for block in net.blocks:
+        h = block(h)
+        values.append(float(h.pow(2).mean().sqrt()))
+    return np.array(values)
+
+
+def scale_profile(x: torch.Tensor, y: torch.Tensor, *, scale: float, depth: int = 14, width: int = 32,
+                  setting: str = "baseline", seed: int = 0) -> ScaleProfile:
+    """The net :func:`init_scale_sweep` would train for (``setting``, ``scale``, ``seed``),
+    measured at initialisation on ``x``, ``y`` in training mode (a BatchNorm uses the batch's
+    statistics): see :class:`ScaleProfile`. Nothing is trained."""
+    if setting not in SETTINGS:
+        raise ValueError(f"setting must be one of {tuple(SETTINGS)}, got {setting!r}")
+    scale = real_number("scale", scale, low=0.0, low_inclusive=False)
+    with isolated(positive_int("seed", seed, minimum=0)):
+        net = _net(positive_int("depth", depth), positive_int("width", width), scale, setting)
+    net.train()
+    grads = gradient_profile(net, torch.nn.functional.cross_entropy, x, y).weight
+    net.zero_grad(set_to_none=True)
+    return ScaleProfile(_stream_rms(net, x), net_branch_ratios(net, x, batch_statistics=True), grads)

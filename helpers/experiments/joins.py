@@ -5,7 +5,8 @@ For each join and seed, :func:`compare_joins` measures at initialisation the par
 the bytes autograd saves for one step (:func:`helpers.measure.cost.saved_tensor_bytes`), the
 time of a step (:func:`helpers.measure.cost.seconds_per_step`) and the gradient that reaches
 the stem's output relative to the one that reaches the last block's output
-(:func:`helpers.measure.cost.stream_gradient_norms`); then it trains the net with SGD
+(:func:`helpers.measure.cost.stream_gradient_norms`), the whole of it and the part that
+comes along the joins' own path (the identity for add, the projections for concat); then it trains the net with SGD
 (:func:`helpers.training.fit`) and records the training loss per epoch and the test error.
 """
 
@@ -34,6 +35,7 @@ class JoinRun:
     saved_bytes: int
     seconds_per_step: float
     input_gradient_ratio: float  # ||dL/dh_0|| / ||dL/dh_last|| at initialisation
+    skip_gradient_ratio: float  # the same along the joins' own path only (branches detached)
     losses: np.ndarray
     test_error: float
 
@@ -62,6 +64,7 @@ def compare_joins(data, *, joins=("add", "concat-project", "none"), blocks: int 
                 net = JoinedMLP(n, width, join=join, norm=norm, in_features=data.n_features,
                                 out_features=data.n_classes)
             ratio = stream_gradient_norms(net, data.x_train[:512], data.y_train[:512])
+            skip = stream_gradient_norms(net, data.x_train[:512], data.y_train[:512], through_branches=False)
             saved = saved_tensor_bytes(lambda net=net: torch.nn.functional.cross_entropy(net(x_step), y_step))
             step = seconds_per_step(net, x_step, y_step)
             history = fit(net, data.x_train, data.y_train, epochs=epochs, lr=lr, seed=seed, progress=progress,
@@ -70,5 +73,7 @@ def compare_joins(data, *, joins=("add", "concat-project", "none"), blocks: int 
             with torch.no_grad():
                 error = float((net(data.x_test).argmax(1) != data.y_test).float().mean())
             runs.append(JoinRun(join, seed, n, sum(p.numel() for p in net.parameters()), saved, step,
-                                float(ratio[0] / ratio[-1]), np.array(history.train_loss), error))
+                                float(ratio[0] / ratio[-1]), float(skip[0] / skip[-1]) if skip[-1] > 0 else 0.0,
+                                np.array(history.train_loss),
+                                error))
     return runs

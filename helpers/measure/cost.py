@@ -60,16 +60,21 @@ def seconds_per_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *
 
 
 def stream_gradient_norms(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *,
-                          loss=torch.nn.functional.cross_entropy) -> np.ndarray:
+                          loss=torch.nn.functional.cross_entropy, through_branches: bool = True) -> np.ndarray:
     """``||dL/dh_i||`` (Frobenius, over the batch) for each ``h_i`` of ``model.representations(x)``,
-    with ``L = loss(model.head(h_last), y)``; index 0 is the stem's output."""
+    with ``L = loss(model.head(h_last), y)``; index 0 is the stem's output. With
+    ``through_branches=False`` (a :class:`~helpers.models.joins.JoinedMLP`) only the joins'
+    own path carries the gradient down: for add it arrives unchanged, ``||dL/dh_0|| =
+    ||dL/dh_last||``; for concat-project it is multiplied by each projection's first half."""
     if not callable(getattr(model, "representations", None)) or not callable(getattr(model, "head", None)):
         raise TypeError(f"model needs representations(x) and head, got {type(model).__name__}")
     with torch.enable_grad():
-        states = model.representations(x)
+        states = model.representations(x) if through_branches else \
+            model.representations(x, through_branches=False)
         for h in states:
-            h.retain_grad()
+            if h.requires_grad:  # a detached branch (a plain net's) leaves its state without one
+                h.retain_grad()
         loss(model.head(states[-1]), y).backward()
-    norms = np.array([float(h.grad.norm()) for h in states])
+    norms = np.array([0.0 if h.grad is None else float(h.grad.norm()) for h in states])
     model.zero_grad(set_to_none=True)
     return norms

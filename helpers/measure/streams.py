@@ -6,14 +6,16 @@ A stack of ``depth`` random feed-forward branches joins a stream of tokens ``x``
     post:  x <- LN(x + F(x))          (Add, then Norm: the original Transformer)
     pre:   x <- x + F(LN(x))          (Norm inside the branch)
 
-with ``F(x) = scale * W2 act(W1 x)``, ``W1`` of variance ``2 / width`` (He), ``W2`` of variance
+with ``F(x) = scale * W2 act(W1 x)`` (``act`` ReLU, GELU or, as a control, the identity),
+``W1`` of variance ``2 / width`` (He), ``W2`` of variance
 ``1 / d_ff`` and no biases. For a sum of two uncorrelated terms the variances add::
 
     Var(x + F) = Var(x) + Var(F) + 2 Cov(x, F),   with Cov(x, F) ~ 0 for random weights,
 
 so without normalisation each layer multiplies the stream's variance by ``1 + Var(F)/Var(x)``:
 it grows geometrically with depth. :func:`residual_stream` measures, layer by layer, the
-three terms of that sum, the stream's mean, variance and skewness, and the same moments of
+three terms of that sum, the stream's mean, variance, skewness and per-feature offset
+(:func:`feature_offset`), and the same moments of
 the branch's hidden activations after the nonlinearity (ReLU or GELU), which are what the
 nonlinearity does to the distribution.
 """
@@ -27,7 +29,7 @@ import torch
 
 from .._checks import choice, positive_int, real_number
 
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "identity")  # identity: a linear branch, the control
 STREAM_NORMS = ("none", "post", "pre")
 
 
@@ -41,6 +43,18 @@ def moments(t: torch.Tensor) -> tuple[float, float, float]:
     var = centred.pow(2).mean()
     skew = centred.pow(3).mean() / var.clamp_min(1e-300).pow(1.5)
     return float(mean), float(var), float(skew)
+
+
+def feature_offset(t: torch.Tensor) -> float:
+    """How far the features of ``t`` (tokens x features) are from being centred, each on its
+    own: the root mean square over the features of each feature's mean over the tokens,
+    divided by the standard deviation of all entries. About ``1 / sqrt(tokens)`` for centred
+    random features; a pooled mean (:func:`moments`) can be 0 while this is large, when some
+    features sit above 0 and others below."""
+    if t.ndim != 2:
+        raise ValueError(f"t must be (tokens, features), got shape {tuple(t.shape)}")
+    t = t.double()
+    return float(t.mean(0).pow(2).mean().sqrt() / t.std(unbiased=False).clamp_min(1e-300))
 
 
 def variance_terms(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float, float, float]:
@@ -63,6 +77,7 @@ class StreamRecord:
     stream_mean: np.ndarray
     stream_var: np.ndarray
     stream_skew: np.ndarray
+    stream_offset: np.ndarray  # feature_offset of the stream: how far each feature's mean is from 0
     branch_var: np.ndarray  # Var(F) at each layer
     sum_var: np.ndarray  # Var(x + F), measured before any normalisation
     twice_cov: np.ndarray  # 2 Cov(x, F)
@@ -92,14 +107,14 @@ def residual_stream(depth: int, width: int = 64, tokens: int = 512, *, activatio
     choice("activation", activation, ACTIVATIONS)
     choice("norm", norm, STREAM_NORMS)
     scale = real_number("scale", scale, low=0.0)
-    act = torch.relu if activation == "relu" else torch.nn.functional.gelu
+    act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "identity": lambda t: t}[activation]
 
     def ln(t):
         return torch.nn.functional.layer_norm(t, (width,))
 
     x = torch.randn(tokens, width, generator=generator, dtype=torch.float64)
     rows = {k: [] for k in ("branch_var", "sum_var", "twice_cov", "hidden_mean", "hidden_var", "hidden_skew")}
-    stream = [moments(x)]
+    stream, offsets = [moments(x)], [feature_offset(x)]
     for _ in range(depth):
         w1 = torch.randn(d_ff, width, generator=generator, dtype=torch.float64) * (2.0 / width) ** 0.5
         w2 = torch.randn(width, d_ff, generator=generator, dtype=torch.float64) * (1.0 / d_ff) ** 0.5
@@ -112,5 +127,6 @@ def residual_stream(depth: int, width: int = 64, tokens: int = 512, *, activatio
             rows[key].append(value)
         x = ln(x + f) if norm == "post" else x + f
         stream.append(moments(x))
+        offsets.append(feature_offset(x))
     mean, var, skew = (np.array(column) for column in zip(*stream))
-    return StreamRecord(mean, var, skew, **{k: np.array(v) for k, v in rows.items()})
+    return StreamRecord(mean, var, skew, np.array(offsets), **{k: np.array(v) for k, v in rows.items()})

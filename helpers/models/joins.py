@@ -52,12 +52,17 @@ class JoinedMLP(nn.Module):
         """Block ``i``'s branch ``F(h)``."""
         return self.fc2[i](torch.relu(self.fc1[i](self.norms[i](h))))
 
-    def representations(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """``[h_0, ..., h_blocks]``: the stem's output and the stream after each block."""
+    def representations(self, x: torch.Tensor, *, through_branches: bool = True) -> list[torch.Tensor]:
+        """``[h_0, ..., h_blocks]``: the stem's output and the stream after each block. With
+        ``through_branches=False`` the branches' outputs are detached, so a backward pass
+        follows only the join's own path from block to block: the identity for add,
+        the projection's first half for concat-project."""
         h = self.stem(x)
         out = [h]
         for i in range(self.blocks):
             f = self.branch(i, h)
+            if not through_branches:
+                f = f.detach()
             if self.join == "add":
                 h = h + f
             elif self.join == "none":

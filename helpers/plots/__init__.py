@@ -4,7 +4,18 @@ Plain nets are always orange and residual nets always green; every figure has a 
 that states its finding and labelled axes with units.
 """
 
-from .add_norm import batch_mate_outputs, correction_picture, join_costs_figure, stream_variance
+from .add_norm import (
+    batch_mate_outputs,
+    correction_picture,
+    deletion_frame,
+    divergence_map,
+    join_costs_figure,
+    joins_compared,
+    scale_profile_frame,
+    scale_sweep,
+    stream_variance,
+    switched_off,
+)
 from .backprop import outer_product
 from .diagrams import block_diagrams
 from .gradients import gradient_profiles, norm_order_by_depth, singular_value_histograms
@@ -39,7 +50,8 @@ __all__ = [
     "lesion_by_count", "lesion_frame",
     "outer_product", "principal_plane", "signal_through_depth", "gradient_curves", "correlation_by_depth",
     "minibatch_agreement", "first_steps_at_rate", "correction_picture", "stream_variance", "batch_mate_outputs",
-    "join_costs_figure",
+    "join_costs_figure", "switched_off", "deletion_frame", "joins_compared", "scale_sweep", "divergence_map",
+    "scale_profile_frame",
 ]
 
 install_figure_format()  # in a notebook: figures at twice their pixels, shown at their size

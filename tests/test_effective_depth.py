@@ -1,0 +1,145 @@
+"""Chapter 3's trained nets: which blocks switch off, the gradient along the merges, the
+init-scale profile, and their figures."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+import helpers
+from helpers import plots
+from helpers.experiments import effective_depth, rank_agreement, scale_profile
+from helpers.experiments.joins import JoinRun
+from helpers.measure.cost import stream_gradient_norms
+from helpers.models import JoinedMLP
+
+
+@pytest.fixture(scope="module")
+def nets():
+    data = helpers.data.digits()
+    torch.manual_seed(7)
+    before = torch.rand(1)
+    torch.manual_seed(7)
+    runs = effective_depth(data, weight_decay=5e-3, seeds=[0, 1], depth=8, epochs=2, progress=False)
+    assert torch.equal(torch.rand(1), before), "the caller's random state is left alone"
+    return data, runs
+
+
+def test_effective_depth_measures_every_block_and_deletes_the_idle_ones_together(nets):
+    data, runs = nets
+    assert [r.seed for r in runs] == [0, 1]
+    for run in runs:
+        assert run.ratios.shape == run.initial_ratios.shape == run.lesion.shape == (3,)
+        assert run.off == [i for i in range(3) if run.lesion[i] < run.threshold]
+        assert run.effective_depth == 3 - len(run.off)
+        expected = helpers.measure.error_rate(run.model, data.x_test, data.y_test, skip=run.off)
+        assert run.joint_error == expected and run.joint_cost == pytest.approx(expected - run.test_error)
+        # the lesion is the rise of the test loss when one block is deleted
+        run.model.eval()
+        with torch.no_grad():
+            loss = torch.nn.functional.cross_entropy(run.model(data.x_test), data.y_test)
+            without = torch.nn.functional.cross_entropy(run.model(data.x_test, skip=[1]), data.y_test)
+        assert run.lesion[1] == pytest.approx(float(without - loss), abs=1e-6)
+
+
+def test_the_same_seed_draws_the_same_net(nets):
+    data, runs = nets
+    again = effective_depth(data, weight_decay=5e-3, seeds=[0], depth=8, epochs=2, progress=False)[0]
+    assert np.allclose(again.initial_ratios, runs[0].initial_ratios)
+    assert np.allclose(again.ratios, runs[0].ratios, atol=1e-5)
+
+
+def test_bad_options_are_named():
+    data = helpers.data.digits()
+    with pytest.raises(ValueError, match="weight_decay"):
+        effective_depth(data, weight_decay=-1.0)
+    with pytest.raises(ValueError, match="threshold"):
+        effective_depth(data, weight_decay=0.0, threshold=0.0)
+    with pytest.raises(ValueError, match="seeds"):
+        effective_depth(data, weight_decay=0.0, seeds=[])
+
+
+def test_rank_agreement_is_spearmans():
+    assert rank_agreement([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert rank_agreement([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert rank_agreement([1, 2, 3, 4], [1, 4, 9, 100]) == pytest.approx(1.0)  # ranks, not values
+    with pytest.raises(ValueError, match="same length"):
+        rank_agreement([1, 2, 3], [1, 2])
+
+
+@pytest.mark.parametrize("join", ["add", "none"])
+def test_the_gradient_along_the_merges_alone(join):
+    torch.manual_seed(0)
+    model = JoinedMLP(4, 8, join=join, norm="layer")
+    x, y = torch.randn(16, 64), torch.randint(0, 10, (16,))
+    along = stream_gradient_norms(model, x, y, through_branches=False)
+    whole = stream_gradient_norms(model, x, y)
+    if join == "add":  # the identity passes the last block's gradient down unchanged
+        assert np.allclose(along, along[-1], rtol=1e-6) and along[-1] == pytest.approx(whole[-1])
+    else:  # a plain net has no path that skips its branches
+        assert along[0] == 0.0
+    assert whole[0] > 0 and not np.allclose(whole, along)
+
+
+def test_the_projections_of_concat_shrink_the_gradient_along_the_merges():
+    torch.manual_seed(0)
+    model = JoinedMLP(12, 16, join="concat-project", norm="layer")
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    along = stream_gradient_norms(model, x, y, through_branches=False)
+    # each projection's first half is a 16 x 16 Xavier matrix: about sqrt(2/3) per block
+    assert along[0] / along[-1] < 0.2
+    h = model.representations(x, through_branches=False)
+    assert all(not s.requires_grad or s.grad_fn is not None for s in h)
+
+
+def test_scale_profile_is_the_swept_net_at_initialisation():
+    data = helpers.data.digits()
+    x, y = data.x_train[:64], data.y_train[:64]
+    small, large = (scale_profile(x, y, scale=s, depth=8) for s in (0.5, 2.0))
+    assert small.stream_rms.shape == (4,) and small.ratios.shape == (3,) and small.weight_grads.shape == (8,)
+    assert large.ratios[0] == pytest.approx(4 * small.ratios[0], rel=1e-5)  # the first block's branch is 4x
+    assert large.weight_grads[0] > small.weight_grads[0]
+    normed = [scale_profile(x, y, scale=s, depth=8, setting="LayerNorm") for s in (0.5, 2.0)]
+    assert np.allclose(normed[0].ratios, normed[1].ratios, rtol=1e-3)  # the norm undoes the scale
+    with pytest.raises(ValueError, match="setting must be one of"):
+        scale_profile(x, y, scale=1.0, setting="dropout")
+
+
+def test_chapter_3_training_figures(nets):
+    from helpers.experiments import init_scale_sweep
+
+    data, runs = nets
+    fig = plots.switched_off({"5e-3": runs}, threshold=0.02, title="Blocks switch off")
+    top, bottom = fig.axes[:2]
+    assert top.get_yscale() == "log" and bottom.get_yscale() == "symlog"
+    plt.close(fig)
+    fig = plots.deletion_frame(runs[0].ratios, [1], error=0.2, intact=0.1, title="One deleted")
+    assert "10.0 % intact, 20.0 % with 1 deleted" in fig.axes[0].get_xlabel()
+    plt.close(fig)
+    made = [JoinRun(j, 0, 3, p, b, t, 1.0, 0.5, np.array(losses), 0.1)
+            for j, p, b, t, losses in (("add", 10, 100, 1.0, [2.0, 1.0]), ("concat-project", 20, 150, 2.0, [2.0, 1.5]),
+                                       ("none", 10, 100, 1.0, [2.3, float("nan")]))]
+    fig = plots.joins_compared(made, title="Add wins")
+    widths = sorted(round(p.get_width(), 3) for p in fig.axes[1].patches)
+    assert widths == [1.5, 2.0, 2.0]  # concat-project's memory, time and parameters relative to add
+    assert len(fig.axes[0].get_lines()) == 2  # the diverged run has no curve
+    plt.close(fig)
+    with pytest.raises(ValueError, match="add"):
+        plots.joins_compared(made[1:], title="No reference")
+    sweep = init_scale_sweep(data.x_train[:128], data.y_train[:128], scales=[0.5, 8.0],
+                             settings=["baseline", "LayerNorm"], seeds=[0], depth=6, width=8, epochs=2,
+                             progress=False)
+    fig = plots.scale_sweep([r for r in sweep if r.setting == "baseline"], title="Large scales diverge")
+    assert fig.axes[0].get_xscale() == "log"
+    plt.close(fig)
+    fig = plots.divergence_map(sweep, title="Where training diverges")
+    cells = [t.get_text() for t in fig.axes[0].texts]
+    assert len(cells) == 4
+    for r in sweep:
+        if r.outcome == "diverged":
+            assert "diverged" in cells
+    plt.close(fig)
+    profile = scale_profile(data.x_train[:64], data.y_train[:64], scale=1.0, depth=8)
+    fig = plots.scale_profile_frame(profile, title="The stream")
+    assert [ax.get_yscale() for ax in fig.axes[:2]] == ["log", "log"]
+    plt.close(fig)
