@@ -10,6 +10,7 @@ from classroom import strip_solutions
 from helpers.grading import (
     check_best_rate,
     check_error_rate,
+    check_layer_norm,
     check_path_counts,
     check_per_layer_factor,
     check_residual_backprop,
@@ -90,6 +91,7 @@ STARTERS = {
     "ch2/01_backprop_by_hand.ipynb": ("def my_two_layer_backprop", check_two_layer_backprop, "not implemented yet"),
     "ch2/01_backprop_by_hand.ipynb#residual": ("def my_residual_backprop", check_residual_backprop,
                                                "not implemented yet"),
+    "ch3/01_a_correction.ipynb": ("def my_layer_norm", check_layer_norm, "not implemented yet"),
 }
 
 

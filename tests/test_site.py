@@ -163,20 +163,43 @@ def test_static_explorer_switches_frames_without_a_kernel(browser, server):
     assert "(seed 1)" in alt
 
 
+CHAPTER_2 = ["book/ch2/01_backprop_by_hand.html", "book/ch2/02_scrambled_signals.html",
+             "book/ch2/03_shattered_gradients.html", "book/ch2/04_walking_in_the_dark.html"]
+CHAPTER_3 = ["book/ch3/01_a_correction.html", "book/ch3/02_switched_off.html", "book/ch3/03_add_or_concat.html",
+             "book/ch3/04_branch_scale.html", "book/ch3/05_why_norm_follows_add.html"]
+
+
 @pytest.mark.browser
-@pytest.mark.parametrize("page", ["book/ch2/01_backprop_by_hand.html", "book/ch2/02_scrambled_signals.html",
-                                  "book/ch2/03_shattered_gradients.html", "book/ch2/04_walking_in_the_dark.html"])
-def test_chapter_2_explorers_switch_frames_without_a_kernel(browser, server, page):
+@pytest.mark.parametrize("page", CHAPTER_2 + CHAPTER_3)
+def test_each_sections_explorer_switches_frames_without_a_kernel(browser, server, page):
     tab = browser.new_page()
     tab.goto(f"{server}/{page}", wait_until="networkidle")
     explorer = tab.locator(".course-explorer").first
     image = explorer.locator("img")
     before = image.get_attribute("src")
-    explorer.locator("input[type=radio]").nth(1).check()
+    explorer.locator("input[type=radio]").last.check()
     after, alt = image.get_attribute("src"), image.get_attribute("alt")
     tab.close()
     assert after != before and after.endswith(".png"), f"{page}: the explorer's frames do not switch"
     assert alt, f"{page}: an explorer frame has no alt text"
+
+
+def test_chapter_3_shows_its_measurements(site):
+    """Chapter 3's signature figures, glued numbers and hidden answers, as a reader sees them."""
+    figures = {"01_a_correction": ["fig-bank-correction"], "02_switched_off": ["fig-switched-off"],
+               "03_add_or_concat": ["fig-join-costs", "fig-joins-compared"],
+               "04_branch_scale": ["fig-scale-sweep", "fig-divergence-map"],
+               "05_why_norm_follows_add": ["fig-stream-variance", "fig-batch-mates"]}
+    for page, names in figures.items():
+        text = _html(site, f"book/ch3/{page}.html")
+        for name in names:
+            assert f'id="{name}"' in text, (page, name)
+        assert 'class="course-explorer"' in text and "Solution to" in text, page
+    concat = _html(site, "book/ch3/03_add_or_concat.html")
+    assert re.search(r"has\s+<span[^>]*>\s*2,097,152\s*</span>", concat), "the width after 12 concatenations"
+    assert "course-model-answer" in concat, "the discussion's model answer, in a dropdown"
+    norm = _html(site, "book/ch3/05_why_norm_follows_add.html")
+    assert re.search(r"multiplies the variance\s+by about 2 \(fitted: <span[^>]*>\s*[12]\.\d\d\s*</span>\)", norm)
 
 
 def test_chapter_2_shows_its_measurements(site):
@@ -217,3 +240,5 @@ def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
         assert "Solution to" not in without and 'class="solution' not in without, page
         assert with_solutions.count("exercise admonition") == without.count("exercise admonition"), page
     assert "Solution to" in _html(site, "book/ch1/03_vanishing_gradients.html"), "the site itself keeps them"
+    assert "course-model-answer" not in (HTML / "book/ch3/03_add_or_concat.html").read_text(encoding="utf-8"), \
+        "a discussion's model answer is a solution too"
