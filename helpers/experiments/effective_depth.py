@@ -4,7 +4,7 @@ A residual net of ``depth`` weight layers (pre-activation blocks, ``y = x + F(x)
 BatchNorm) is trained on the digits with a given weight decay. For each block ``i`` of the
 trained net two measures say how much it does:
 
-* its correction, ``r_i = ||F_i(h_i)|| / ||h_i||`` (:func:`helpers.measure.net_branch_ratios`);
+* its correction, ``r_i = ||F_i(h_i)|| / ||h_i||`` (:func:`helpers.measure.branches.net_branch_ratios`);
 * its lesion: ``d_i = L(net without block i) - L(net)``, the rise of the test
   cross-entropy when the block is deleted at test time (its input passed straight through).
   The loss, not the error rate, because on 450 test digits one digit is 0.2 points of error
