@@ -120,9 +120,9 @@ def join_costs_figure(add_rows: list[dict], concat_rows: list[dict], *, title: s
 
 def switched_off(runs: dict, *, threshold: float, title: str):
     """Two panels against the block: each block's correction ``||F|| / ||x||`` after training
-    (solid) and at initialisation (dotted, grey, all nets together), and the rise of the test loss when that block
-    alone is deleted (symmetric log scale, the dashed line the switched-off threshold).
-    ``runs`` maps a label (e.g. the weight decay) to a list of
+    (solid) and at initialisation (dotted, grey, all nets together), and the rise of the test
+    loss when that block alone is deleted (symmetric log scale; below the dashed threshold a
+    block is cheap to delete). ``runs`` maps a label (e.g. the weight decay) to a list of
     :class:`helpers.experiments.effective_depth.SwitchedOff`, one per seed (mean and spread shown)."""
     fig, (top, bottom) = new_figure(nrows=2, width=7.0, height=6.2, sharex=True)
     for i, (name, group) in enumerate(runs.items()):
@@ -136,7 +136,7 @@ def switched_off(runs: dict, *, threshold: float, title: str):
         top.set_yscale("log")
         bottom.set_yscale("symlog", linthresh=threshold)
         bottom.axhline(threshold, color="0.4", linestyle="--", linewidth=1)
-        bottom.annotate(f"switched off below {threshold:g}", (blocks[-1], threshold), ha="right", va="bottom",
+        bottom.annotate(f"cheap to delete below {threshold:g}", (blocks[-1], threshold), ha="right", va="bottom",
                         textcoords="offset points", xytext=(0, 3), color="0.3")
         bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
     finish(top, title="How much each block changes its input", xlabel="block (1 = next to the input)",
