@@ -44,3 +44,16 @@ def test_a_timed_sample_of_the_sweep_sets_its_cost():
     assert est["sweep_min"] == pytest.approx(9 * 5 * 100 * 0.65 / 60, abs=0.05)
     allowed = ((3600 - 400) / 0.65 / 9 - 100) / 4
     assert est["claims_only_s_per_seed_allowed_per_later_chapter"] == pytest.approx(allowed, abs=0.05)
+
+
+def test_the_room_for_later_chapters_counts_todays_chapters_once():
+    """``claims_only`` already holds every notebook of today's chapters: with three chapters
+    written, the two later ones share what is left of the sweep's budget."""
+    record = {
+        "machine": {"cores": 2},
+        "make_test_cold": {"make_test_s": 300.0, "fixtures": {}, "test_calls_by_file_s": {}},
+        "notebooks": {"claims_only": {"ch1": {"seconds": 90.0}, "ch2": {"seconds": 60.0}, "ch3": {"seconds": 60.0}}},
+    }
+    est = extrapolate(record, chapters_now=3)
+    allowed = ((3600 - 300) * 2 / 9 - 210) / 2
+    assert est["claims_only_s_per_seed_allowed_per_later_chapter"] == pytest.approx(allowed, abs=0.05)

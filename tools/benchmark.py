@@ -114,7 +114,8 @@ def extrapolate(record: dict, chapters_now: int) -> dict:
     wall_per_s = sample["wall_s"] / (sample["seeds"] * per_seed) if sample else 1 / cores
     sweep = SWEEP_SEEDS * scale * per_seed * wall_per_s
     # What a later chapter may cost (claims only, one process, per seed) for CI to stay in its budget.
-    room = (CI_BUDGET_S - make_test - coursework) / wall_per_s / SWEEP_SEEDS - per_seed * chapters_now
+    # (per_seed is already the claims-only cost of all of today's chapters together.)
+    room = (CI_BUDGET_S - make_test - coursework) / wall_per_s / SWEEP_SEEDS - per_seed
     return {
         "chapters": BOOK_CHAPTERS,
         "how": f"today's chapters counted {scale:g} times: the execution, site build, page checks and "
