@@ -30,9 +30,9 @@ def test_effective_depth_measures_every_block_and_deletes_the_idle_ones_together
     assert [r.seed for r in runs] == [0, 1]
     for run in runs:
         assert run.ratios.shape == run.initial_ratios.shape == run.lesion.shape == (3,)
-        assert run.off == [i for i in range(3) if run.lesion[i] < run.threshold]
-        assert run.effective_depth == 3 - len(run.off)
-        expected = helpers.measure.error_rate(run.model, data.x_test, data.y_test, skip=run.off)
+        assert run.cheap == [i for i in range(3) if run.lesion[i] < run.threshold]
+        assert run.effective_depth == 3 - len(run.cheap)
+        expected = helpers.measure.error_rate(run.model, data.x_test, data.y_test, skip=run.cheap)
         assert run.joint_error == expected and run.joint_cost == pytest.approx(expected - run.test_error)
         # the lesion is the rise of the test loss when one block is deleted
         run.model.eval()

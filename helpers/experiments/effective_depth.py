@@ -10,12 +10,12 @@ trained net two measures say how much it does:
   The loss, not the error rate, because on 450 test digits one digit is 0.2 points of error
   and most single deletions change only a digit or two.
 
-A block has *switched off* when its deletion costs almost nothing: ``d_i < threshold``
-(default 0.02 nats, a few per cent of the trained net's loss). The *effective depth* is
-the number of blocks that have not. A block that is harmless to delete on its own may
-still share work with others, so :func:`effective_depth` also deletes all the switched-off
-blocks at once and measures what that costs (``joint_cost``, in test error): small if they
-really were idle, large if they were only redundant.
+A block is *cheap* when deleting it alone costs almost nothing: ``d_i < threshold``
+(default 0.02 nats). A cheap block may still share work with others, so
+:func:`effective_depth` also deletes all the cheap blocks at once and measures what that
+costs (``joint_cost``, in test error): small if they have really *switched off* (then the
+*effective depth* is the number of blocks that are not cheap), large if they were only
+redundant.
 """
 
 from __future__ import annotations
@@ -47,21 +47,22 @@ class SwitchedOff:
     lesion: np.ndarray  # rise of the test loss when block i alone is deleted
     threshold: float
     test_error: float
-    joint_error: float  # test error with every switched-off block deleted at once
+    joint_error: float  # test error with every cheap block deleted at once
 
     @property
-    def off(self) -> list[int]:
+    def cheap(self) -> list[int]:
         """The blocks whose deletion alone raises the test loss by less than ``threshold``."""
         return [int(i) for i in np.flatnonzero(self.lesion < self.threshold)]
 
     @property
     def effective_depth(self) -> int:
-        """The number of blocks that have not switched off."""
-        return len(self.ratios) - len(self.off)
+        """The number of blocks that are not cheap (an effective depth if the cheap ones have
+        switched off, which a small ``joint_cost`` says)."""
+        return len(self.ratios) - len(self.cheap)
 
     @property
     def joint_cost(self) -> float:
-        """Rise of the test error (a fraction) when every switched-off block is deleted at once."""
+        """Rise of the test error (a fraction) when every cheap block is deleted at once."""
         return self.joint_error - self.test_error
 
 
@@ -99,7 +100,7 @@ def effective_depth(data, *, weight_decay: float, seeds=(0,), depth: int = 42, w
         lesion = np.array([_test_loss(model, x, y, skip=[i]) - loss for i in range(len(model.blocks))])
         run = SwitchedOff(seed, weight_decay, model, net_branch_ratios(model, x), start, lesion, threshold,
                           error_rate(model, x, y), float("nan"))
-        run.joint_error = error_rate(model, x, y, skip=run.off)
+        run.joint_error = error_rate(model, x, y, skip=run.cheap)
         runs.append(run)
     return runs
 
