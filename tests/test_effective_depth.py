@@ -116,7 +116,7 @@ def test_chapter_3_training_figures(nets):
     fig = plots.deletion_frame(runs[0].ratios, [1], error=0.2, intact=0.1, title="One deleted")
     assert "10.0 % intact, 20.0 % with 1 deleted" in fig.axes[0].get_xlabel()
     plt.close(fig)
-    made = [JoinRun(j, 0, 3, p, b, t, 1.0, 0.5, np.array(losses), 0.1)
+    made = [JoinRun(j, 0, 0.01, 3, p, b, t, 1.0, 0.5, np.array(losses), 0.1)
             for j, p, b, t, losses in (("add", 10, 100, 1.0, [2.0, 1.0]), ("concat-project", 20, 150, 2.0, [2.0, 1.5]),
                                        ("none", 10, 100, 1.0, [2.3, float("nan")]))]
     fig = plots.joins_compared(made, title="Add wins")

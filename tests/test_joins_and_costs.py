@@ -119,3 +119,8 @@ def test_compare_joins_measures_and_trains_each_join():
     assert all(len(r.losses) == 1 and 0 <= r.test_error <= 1 and r.input_gradient_ratio > 0 for r in runs)
     with pytest.raises(ValueError, match="joins must be among"):
         compare_joins(data, joins=("stack",))
+    # several learning rates: one net drawn and measured, a copy trained at each rate
+    both = compare_joins(data, joins=("add",), blocks=3, width=8, epochs=1, lrs=(0.001, 0.01), progress=False)
+    assert [r.lr for r in both] == [0.001, 0.01] and both[0].seconds_per_step == both[1].seconds_per_step
+    alone = compare_joins(data, joins=("add",), blocks=3, width=8, epochs=1, lrs=(0.01,), progress=False)[0]
+    assert np.allclose(alone.losses, both[1].losses)

@@ -86,6 +86,35 @@ def _net(depth: int, width: int, scale: float, setting: str) -> DeepMLP:
     return net
 
 
+@dataclass
+class ScaleProfile:
+    """One net of :func:`scale_profile` at initialisation: the root mean square of the
+    stream entering each block and after the last (``blocks + 1`` values), each block's
+    ``||F_i|| / ||x_i||``, and ``||dL/dW||`` of every weight layer, input to output."""
+
+    stream_rms: np.ndarray
+    ratios: np.ndarray
+    weight_grads: np.ndarray
+
+
+def _at_initialisation(net: DeepMLP, x: torch.Tensor, y: torch.Tensor) -> ScaleProfile:
+    """``net`` measured on ``x``, ``y`` in training mode (a BatchNorm uses the batch's statistics)."""
+    net.train()
+    grads = gradient_profile(net, torch.nn.functional.cross_entropy, x, y).weight
+    net.zero_grad(set_to_none=True)
+    return ScaleProfile(_stream_rms(net, x), net_branch_ratios(net, x, batch_statistics=True), grads)
+
+
+@torch.no_grad()
+def _stream_rms(net: DeepMLP, x: torch.Tensor) -> np.ndarray:
+    h = net.stem_output(x)
+    values = [float(h.pow(2).mean().sqrt())]
+    for block in net.blocks:
+        h = block(h)
+        values.append(float(h.pow(2).mean().sqrt()))
+    return np.array(values)
+
+
 def init_scale_sweep(x: torch.Tensor, y: torch.Tensor, *, scales, settings=("baseline",), seeds=(0,),
                      depth: int = 14, width: int = 32, epochs: int = 5, lr: float = 0.05,
                      warmup_steps: int = 50, progress: bool | None = None) -> list[ScaleRun]:
@@ -115,10 +144,9 @@ def init_scale_sweep(x: torch.Tensor, y: torch.Tensor, *, scales, settings=("bas
                 for seed in seeds:
                     with isolated(seed):
                         net = _net(depth, width, scale, setting)
-                    grad = gradient_profile(net, torch.nn.functional.cross_entropy, probe_x, probe_y).weight[0]
-                    net.zero_grad(set_to_none=True)
-                    group.append(ScaleRun(setting, scale, seed, net_branch_ratios(net, probe_x, batch_statistics=True),
-                                          float(grad), np.array([])))
+                    start = _at_initialisation(net, probe_x, probe_y)
+                    group.append(ScaleRun(setting, scale, seed, start.ratios, float(start.weight_grads[0]),
+                                          np.array([])))
                     nets.append(net)
         histories = fit_together(nets, x, y, epochs=epochs, seeds=[run.seed for run in group],
                                  lr=[lr * SETTINGS[run.setting].get("lr_factor", 1.0) for run in group],
@@ -128,27 +156,6 @@ def init_scale_sweep(x: torch.Tensor, y: torch.Tensor, *, scales, settings=("bas
             run.losses = np.array(history.train_loss)
             runs[run.setting, run.scale, run.seed] = run
     return [runs[(setting, scale, seed)] for setting in settings for scale in scales for seed in seeds]
-
-
-@dataclass
-class ScaleProfile:
-    """One net of :func:`scale_profile` at initialisation: the root mean square of the
-    stream entering each block and after the last (``blocks + 1`` values), each block's
-    ``||F_i|| / ||x_i||``, and ``||dL/dW||`` of every weight layer, input to output."""
-
-    stream_rms: np.ndarray
-    ratios: np.ndarray
-    weight_grads: np.ndarray
-
-
-@torch.no_grad()
-def _stream_rms(net: DeepMLP, x: torch.Tensor) -> np.ndarray:
-    h = net.stem_output(x)
-    values = [float(h.pow(2).mean().sqrt())]
-    for block in net.blocks:
-        h = block(h)
-        values.append(float(h.pow(2).mean().sqrt()))
-    return np.array(values)
 
 
 def scale_profile(x: torch.Tensor, y: torch.Tensor, *, scale: float, depth: int = 14, width: int = 32,
@@ -161,7 +168,4 @@ def scale_profile(x: torch.Tensor, y: torch.Tensor, *, scale: float, depth: int 
     scale = real_number("scale", scale, low=0.0, low_inclusive=False)
     with isolated(positive_int("seed", seed, minimum=0)):
         net = _net(positive_int("depth", depth), positive_int("width", width), scale, setting)
-    net.train()
-    grads = gradient_profile(net, torch.nn.functional.cross_entropy, x, y).weight
-    net.zero_grad(set_to_none=True)
-    return ScaleProfile(_stream_rms(net, x), net_branch_ratios(net, x, batch_statistics=True), grads)
+    return _at_initialisation(net, x, y)

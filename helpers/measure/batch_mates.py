@@ -64,6 +64,13 @@ def normalise(x: torch.Tensor, mask: torch.Tensor, norm: str) -> torch.Tensor:
     return (x - mean) / torch.sqrt(var + EPS)
 
 
+def target_output(target: torch.Tensor, mates: Sequence[torch.Tensor], norm: str) -> torch.Tensor:
+    """The normalised output of ``target``'s real tokens, ``(length, features)``, in a batch of
+    ``target`` (first) and ``mates``, padded and normalised by ``norm``."""
+    x, mask = pad_batch([target, *mates])
+    return normalise(x, mask, norm)[0, :len(target)]
+
+
 def batch_mate_drift(target: torch.Tensor, batches: Sequence[Sequence[torch.Tensor]], norm: str) -> float:
     """The largest absolute change of the target's normalised output (its real tokens) across
     batches made of ``target`` and each list of mates in ``batches``, against the first."""
@@ -71,10 +78,7 @@ def batch_mate_drift(target: torch.Tensor, batches: Sequence[Sequence[torch.Tens
     batches = list(batches)
     if len(batches) < 2:
         raise ValueError(f"batches must give at least two sets of mates to compare, got {len(batches)}")
-    outputs = []
-    for mates in batches:
-        x, mask = pad_batch([target, *mates])
-        outputs.append(normalise(x, mask, norm)[0, :len(target)])
+    outputs = [target_output(target, mates, norm) for mates in batches]
     return float(max((o - outputs[0]).abs().max() for o in outputs[1:]))
 
 
@@ -94,4 +98,5 @@ def random_sequences(lengths: Sequence[int], features: int, *, shift: float = 0.
     return [torch.randn(n, features, generator=generator, dtype=torch.float64) + shift for n in lengths]
 
 
-__all__ = ["BATCH_NORMS", "pad_batch", "normalise", "batch_mate_drift", "drift_table", "random_sequences"]
+__all__ = ["BATCH_NORMS", "pad_batch", "normalise", "target_output", "batch_mate_drift", "drift_table",
+           "random_sequences"]

@@ -155,12 +155,10 @@ def deletion_frame(ratios, deleted, *, error: float, intact: float, title: str):
     deleted = set(deleted)
     fig, ax = new_figure(width=7.0, height=3.6)
     blocks = np.arange(1, len(ratios) + 1)
-    kept = [i not in deleted for i in range(len(ratios))]
+    gone = np.isin(np.arange(len(ratios)), list(deleted))
     with house_style():
-        ax.bar(blocks, ratios, color=[COLORS["residual"] if k else "white" for k in kept], edgecolor="0.3",
-               hatch=None, label="kept")
-        ax.bar(blocks[~np.array(kept)], ratios[~np.array(kept)], color="white", edgecolor="0.5", hatch="//",
-               label="deleted at test time")
+        ax.bar(blocks[~gone], ratios[~gone], color=COLORS["residual"], edgecolor="0.3", label="kept")
+        ax.bar(blocks[gone], ratios[gone], color="white", edgecolor="0.5", hatch="//", label="deleted at test time")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     finish(ax, title=title, xlabel=f"block (1 = next to the input); test error {100 * intact:.1f} % intact, "
                                    f"{100 * error:.1f} % with {len(deleted)} deleted",
