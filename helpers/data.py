@@ -107,19 +107,29 @@ def identity_task(n: int, dim: int, seed: int = 0, *, nonnegative: bool = False
     return x, x.clone()
 
 
+SEQUENCE_TASKS = ("reverse", "sort", "copy")
+
+
+def sequence_targets(kind: str, tokens: torch.Tensor) -> torch.Tensor:
+    """The targets of ``tokens`` (``(..., length)`` integers) for the task ``kind``:
+    ``"reverse"`` (the sequence backwards), ``"sort"`` (sorted) or ``"copy"`` (itself)."""
+    kind = choice("kind", kind, SEQUENCE_TASKS)
+    if kind == "reverse":
+        return tokens.flip(-1)
+    if kind == "sort":
+        return tokens.sort(dim=-1).values
+    return tokens.clone()
+
+
 def sequence_task(kind: str, n: int, length: int, vocab: int, seed: int = 0):
     """Random token sequences and their targets for a sequence-to-sequence task.
 
-    ``kind`` is ``"reverse"`` (target is the sequence backwards), ``"sort"`` (target is
-    the sorted sequence) or ``"copy"``. Tokens are integers in ``[0, vocab)``. Returns
-    ``(tokens, targets)``, both ``(n, length)`` int64 tensors.
+    ``kind`` is one of :data:`SEQUENCE_TASKS` (:func:`sequence_targets`). Tokens are
+    integers in ``[0, vocab)``, uniform and independent. Returns ``(tokens, targets)``,
+    both ``(n, length)`` int64 tensors.
     """
-    kind = choice("kind", kind, ("reverse", "sort", "copy"))
+    kind = choice("kind", kind, SEQUENCE_TASKS)
     n, length = positive_int("n", n), positive_int("length", length)
     vocab = positive_int("vocab", vocab, minimum=2)
     tokens = torch.randint(0, vocab, (n, length), generator=generator(seed))
-    if kind == "reverse":
-        return tokens, tokens.flip(1)
-    if kind == "sort":
-        return tokens, tokens.sort(dim=1).values
-    return tokens, tokens.clone()
+    return tokens, sequence_targets(kind, tokens)

@@ -22,9 +22,11 @@ from .shattering import (
     shattering_by_depth,
 )
 from .spectra import block_spectra, share_near_one
+from .transformer_depth import GridRun, InitGradients, gradients_at_init, train_grid
 from .twins import train_twins, train_twins_for_seeds
 
 __all__ = [
+    "GridRun", "InitGradients", "gradients_at_init", "train_grid",
     "ScaleRun", "ScaleProfile", "init_scale_sweep", "scale_profile", "JoinRun", "compare_joins",
     "SwitchedOff", "effective_depth", "rank_agreement",
     "DegradationResult", "run_degradation", "init_gradient_profiles", "IdentityRace", "identity_race",

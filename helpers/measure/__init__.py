@@ -8,12 +8,14 @@ from .cost import saved_tensor_bytes, seconds_per_step, stream_gradient_norms
 from .gradients import GradientProfile, gradient_profile, per_layer_factor
 from .jacobian import jacobian_singular_values
 from .landscape import filter_normalised_direction, loss_slice_1d, loss_surface_2d, sharpness
+from .layer_agreement import agreement_with_pytorch
 from .lesion import error_rate, random_lesions, single_block_lesions
 from .paths import enumerate_path_lengths, path_length_counts
 from .scrambling import mean_field_cosines, pair_cosines, probe_accuracy, relu_cosine_map
 from .shattering import input_gradients, minibatch_gradient_cosine, neighbour_correlation
 from .skip_gradient import SkipGradient, skip_gradient_parts
 from .streams import StreamRecord, residual_stream, variance_terms
+from .sublayers import position_accuracy, sublayer_lesions
 from .tuning import best_setting
 
 __all__ = [
@@ -25,5 +27,5 @@ __all__ = [
     "probe_accuracy", "relu_cosine_map", "mean_field_cosines", "input_gradients", "neighbour_correlation",
     "minibatch_gradient_cosine", "batch_mate_drift", "drift_table", "join_costs", "measured_costs", "StreamRecord",
     "residual_stream", "variance_terms", "saved_tensor_bytes", "seconds_per_step", "stream_gradient_norms",
-    "SkipGradient", "skip_gradient_parts",
+    "SkipGradient", "skip_gradient_parts", "agreement_with_pytorch", "position_accuracy", "sublayer_lesions",
 ]

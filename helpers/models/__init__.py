@@ -4,9 +4,9 @@ one-layer blocks (chapter 2), and MLPs that join by add or concatenation (chapte
 from .chain import LayerChain
 from .joins import JoinedMLP
 from .mlp import INIT_NAMES, Block, DeepMLP, blocks_for_depth, init_linear_, stack_twins
-from .transformer import EncoderLayer, SelfAttention, SequenceTransformer
+from .transformer import Attention, DecoderLayer, EncoderLayer, SequenceTransformer, causal_mask
 
 __all__ = [
     "LayerChain", "JoinedMLP", "INIT_NAMES", "Block", "DeepMLP", "blocks_for_depth", "init_linear_", "stack_twins",
-    "EncoderLayer", "SelfAttention", "SequenceTransformer",
+    "Attention", "DecoderLayer", "EncoderLayer", "SequenceTransformer", "causal_mask",
 ]

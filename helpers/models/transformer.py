@@ -1,15 +1,17 @@
-"""A Transformer encoder layer written out by hand, with the residual options the book studies.
+"""Transformer encoder and decoder layers written out by hand, with the residual options the book studies.
 
-One layer, for ``norm_position``:
+Every sublayer (self-attention, cross-attention, feed-forward) is wrapped in the same
+Add & Norm step, for ``norm_position``:
 
-* ``"post"`` (Vaswani et al. 2017):  ``x = LN(a x + Attn(x));  x = LN(a x + FFN(x))``
-* ``"pre"``  (Xiong et al. 2020):    ``x = a x + Attn(LN(x));  x = a x + FFN(LN(x))``
-* ``"none"``:                         ``x = a x + Attn(x);      x = a x + FFN(x)``
+* ``"post"`` (Vaswani et al. 2017):  ``x = LN(a x + Sublayer(x))``
+* ``"pre"``  (Xiong et al. 2020):    ``x = a x + Sublayer(LN(x))``
+* ``"none"``:                         ``x = a x + Sublayer(x)``
 
 with skip scale ``a`` (``alpha``; 1 for the usual layer, ``(2N)^(1/4)`` for DeepNorm) and
 the ``a x`` term dropped altogether when ``residual=False``. Parameter names and shapes
-match ``torch.nn.TransformerEncoderLayer`` (ReLU, ``batch_first=True``), so weights can
-be copied between the two.
+match ``torch.nn.TransformerEncoderLayer`` and ``torch.nn.TransformerDecoderLayer`` (ReLU,
+``batch_first=True``), so weights can be copied between ours and PyTorch's with
+``load_state_dict``; a unit test checks that the outputs agree, masks included.
 """
 
 from __future__ import annotations
@@ -24,8 +26,30 @@ from .._checks import choice, positive_int, real_number
 NORM_POSITIONS = ("post", "pre", "none")
 
 
-class SelfAttention(nn.Module):
-    """Multi-head scaled dot-product self-attention, ``softmax(Q K^T / sqrt(d_head)) V``."""
+def causal_mask(length: int) -> torch.Tensor:
+    """``(length, length)`` bool mask, True above the diagonal: position ``i`` may not attend to ``j > i``.
+
+    The same positions as ``nn.Transformer.generate_square_subsequent_mask`` marks with -inf.
+    """
+    length = positive_int("length", length)
+    return torch.ones(length, length, dtype=torch.bool).triu(1)
+
+
+def _additive(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """A bool mask (True = may not attend) or a float mask (added to the scores) as a float mask."""
+    if mask is None or mask.dtype != torch.bool:
+        return mask
+    return torch.zeros(mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
+
+
+class Attention(nn.Module):
+    """Multi-head scaled dot-product attention, ``softmax(Q K^T / sqrt(d_head) + mask) V``.
+
+    Queries come from ``x``, keys and values from ``memory`` (``x`` itself for
+    self-attention). ``attn_mask`` is ``(query length, key length)``, bool (True: may not
+    attend) or float (added to the scores); ``key_padding_mask`` is ``(batch, key length)``,
+    True at padding, as in PyTorch.
+    """
 
     def __init__(self, d_model: int, n_heads: int):
         super().__init__()
@@ -39,66 +63,117 @@ class SelfAttention(nn.Module):
         nn.init.xavier_uniform_(self.in_proj_weight)
         nn.init.zeros_(self.out_proj.bias)
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, *,
+                attn_mask: torch.Tensor | None = None,
+                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        memory = x if memory is None else memory
         batch, length, d_model = x.shape
-        q, k, v = nn.functional.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        w_q, w_kv = self.in_proj_weight.split([d_model, 2 * d_model])
+        b_q, b_kv = self.in_proj_bias.split([d_model, 2 * d_model])
+        q = nn.functional.linear(x, w_q, b_q)
+        k, v = nn.functional.linear(memory, w_kv, b_kv).chunk(2, dim=-1)
 
-        def heads(t):
-            return t.view(batch, length, self.n_heads, -1).transpose(1, 2)
+        def heads(t):  # (batch, length, d_model) -> (batch, heads, length, d_head)
+            return t.view(batch, t.shape[1], self.n_heads, -1).transpose(1, 2)
 
         q, k, v = heads(q), heads(k), heads(v)
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        if key_padding_mask is not None:  # True marks padding, as in PyTorch
-            scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        if attn_mask is not None:
+            scores = scores + _additive(attn_mask, scores.dtype)
+        if key_padding_mask is not None:
+            scores = scores + _additive(key_padding_mask, scores.dtype)[:, None, None, :]
         out = scores.softmax(dim=-1) @ v
         return self.out_proj(out.transpose(1, 2).reshape(batch, length, d_model))
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention and feed-forward sublayers, each wrapped in Add & Norm (module docstring)."""
+class _Layer(nn.Module):
+    """What encoder and decoder layers share: the options, the FFN and the Add & Norm step."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, norm_position: str = "post",
-                 residual: bool = True, alpha: float = 1.0, eps: float = 1e-5):
+    def __init__(self, d_model: int, d_ff: int, norm_position: str, residual: bool, alpha: float):
         super().__init__()
         self.norm_position = choice("norm_position", norm_position, NORM_POSITIONS)
         if not isinstance(residual, bool):
             raise TypeError(f"residual must be a bool, got {type(residual).__name__}")
         self.residual = residual
         self.alpha = real_number("alpha", alpha, low=0.0)
-        self.self_attn = SelfAttention(d_model, n_heads)
         self.linear1 = nn.Linear(d_model, positive_int("d_ff", d_ff))
         self.linear2 = nn.Linear(d_ff, d_model)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
 
     def ffn(self, x: torch.Tensor) -> torch.Tensor:
+        """The position-wise feed-forward net, ``W2 relu(W1 x + b1) + b2``."""
         return self.linear2(torch.relu(self.linear1(x)))
 
     def _sublayer(self, x, fn, norm):
+        """One sublayer ``fn`` wrapped in Add & Norm (see the module docstring)."""
         skip = self.alpha * x if self.residual else 0.0
         if self.norm_position == "pre":
             return skip + fn(norm(x))
         out = skip + fn(x)
         return norm(out) if self.norm_position == "post" else out
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = self._sublayer(x, lambda h: self.self_attn(h, key_padding_mask), self.norm1)
+
+class EncoderLayer(_Layer):
+    """Self-attention, then the FFN, each wrapped in Add & Norm (module docstring)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, norm_position: str = "post",
+                 residual: bool = True, alpha: float = 1.0, eps: float = 1e-5):
+        super().__init__(d_model, d_ff, norm_position, residual, alpha)
+        self.self_attn = Attention(d_model, n_heads)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
+                attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+        def attend(h):
+            return self.self_attn(h, attn_mask=attn_mask, key_padding_mask=key_padding_mask)
+
+        x = self._sublayer(x, attend, self.norm1)
         return self._sublayer(x, self.ffn, self.norm2)
+
+
+class DecoderLayer(_Layer):
+    """Masked self-attention, cross-attention to the encoder's output, then the FFN: three
+    Add & Norm steps (module docstring)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, norm_position: str = "post",
+                 residual: bool = True, alpha: float = 1.0, eps: float = 1e-5):
+        super().__init__(d_model, d_ff, norm_position, residual, alpha)
+        self.self_attn = Attention(d_model, n_heads)
+        self.multihead_attn = Attention(d_model, n_heads)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, *,
+                tgt_mask: torch.Tensor | None = None,
+                tgt_key_padding_mask: torch.Tensor | None = None,
+                memory_key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        def attend_to_self(h):  # the causal mask keeps position i from seeing j > i
+            return self.self_attn(h, attn_mask=tgt_mask, key_padding_mask=tgt_key_padding_mask)
+
+        def attend_to_memory(h):  # queries from the decoder, keys and values from the encoder
+            return self.multihead_attn(h, memory, key_padding_mask=memory_key_padding_mask)
+
+        x = self._sublayer(x, attend_to_self, self.norm1)
+        x = self._sublayer(x, attend_to_memory, self.norm2)
+        return self._sublayer(x, self.ffn, self.norm3)
 
 
 class SequenceTransformer(nn.Module):
     """Token embedding + learned positions, ``n_layers`` :class:`EncoderLayer`, a per-token head.
 
-    Pre-LN stacks end with a final LayerNorm, as usual.
+    Pre-LN stacks end with a final LayerNorm, as usual. Token embeddings start as
+    ``N(0, 1)`` (PyTorch's default) and positions as ``N(0, position_std^2)``.
     """
 
     def __init__(self, vocab: int, length: int, d_model: int = 32, n_heads: int = 4,
                  d_ff: int = 64, n_layers: int = 2, *, norm_position: str = "pre",
-                 residual: bool = True):
+                 residual: bool = True, position_std: float = 0.02):
         super().__init__()
         n_layers = positive_int("n_layers", n_layers)
+        position_std = real_number("position_std", position_std, low=0.0)
         self.embed = nn.Embedding(positive_int("vocab", vocab, minimum=2), d_model)
-        self.position = nn.Parameter(0.02 * torch.randn(positive_int("length", length), d_model))
+        self.position = nn.Parameter(position_std * torch.randn(positive_int("length", length), d_model))
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, norm_position=norm_position,
                          residual=residual)
@@ -107,10 +182,15 @@ class SequenceTransformer(nn.Module):
         self.final_norm = nn.LayerNorm(d_model) if norm_position == "pre" else nn.Identity()
         self.head = nn.Linear(d_model, vocab)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def embedding(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The stream entering the first layer: token embedding plus position."""
         if tokens.shape[1] > self.position.shape[0]:
             raise ValueError(f"tokens are longer ({tokens.shape[1]}) than length={self.position.shape[0]}")
-        h = self.embed(tokens) + self.position[: tokens.shape[1]]
+        return self.embed(tokens) + self.position[: tokens.shape[1]]
+
+    def forward(self, tokens: torch.Tensor, h: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(batch, length, vocab)``; ``h`` replaces the embedding (to measure its gradient)."""
+        h = self.embedding(tokens) if h is None else h
         for layer in self.layers:
             h = layer(h)
         return self.head(self.final_norm(h))

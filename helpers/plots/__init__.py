@@ -39,6 +39,15 @@ from .style import (
     to_png,
 )
 from .training import identity_race, learning_rate_sweep, training_curves
+from .transformer import (
+    embedding_gradients,
+    grid_curves,
+    layer_diagram,
+    layer_profiles,
+    lesion_maps,
+    position_accuracy,
+    stack_frame,
+)
 
 __all__ = [
     "block_diagrams",
@@ -51,7 +60,8 @@ __all__ = [
     "outer_product", "principal_plane", "signal_through_depth", "gradient_curves", "correlation_by_depth",
     "minibatch_agreement", "first_steps_at_rate", "correction_picture", "stream_variance", "batch_mate_outputs",
     "join_costs_figure", "switched_off", "deletion_frame", "joins_compared", "scale_sweep", "divergence_map",
-    "scale_profile_frame",
+    "scale_profile_frame", "layer_diagram", "embedding_gradients", "layer_profiles", "grid_curves", "stack_frame",
+    "lesion_maps", "position_accuracy",
 ]
 
 install_figure_format()  # in a notebook: figures at twice their pixels, shown at their size
