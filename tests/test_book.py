@@ -13,6 +13,7 @@ from helpers.grading import (
     check_layer_norm,
     check_path_counts,
     check_per_layer_factor,
+    check_pre_ln_encoder,
     check_residual_backprop,
     check_residual_forward,
     check_two_layer_backprop,
@@ -92,6 +93,7 @@ STARTERS = {
     "ch2/01_backprop_by_hand.ipynb#residual": ("def my_residual_backprop", check_residual_backprop,
                                                "not implemented yet"),
     "ch3/01_a_correction.ipynb": ("def my_layer_norm", check_layer_norm, "not implemented yet"),
+    "ch4/01_inside_the_layer.ipynb": ("def my_pre_ln_encoder", check_pre_ln_encoder, "not implemented yet"),
 }
 
 

@@ -167,10 +167,13 @@ CHAPTER_2 = ["book/ch2/01_backprop_by_hand.html", "book/ch2/02_scrambled_signals
              "book/ch2/03_shattered_gradients.html", "book/ch2/04_walking_in_the_dark.html"]
 CHAPTER_3 = ["book/ch3/01_a_correction.html", "book/ch3/02_switched_off.html", "book/ch3/03_add_or_concat.html",
              "book/ch3/04_branch_scale.html", "book/ch3/05_why_norm_follows_add.html"]
+CHAPTER_4 = ["book/ch4/01_inside_the_layer.html", "book/ch4/02_the_plus_one_path.html",
+             "book/ch4/03_deep_stacks.html", "book/ch4/04_twenty_four_layers.html",
+             "book/ch4/05_ignore_a_layer.html"]
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page", CHAPTER_2 + CHAPTER_3)
+@pytest.mark.parametrize("page", CHAPTER_2 + CHAPTER_3 + CHAPTER_4)
 def test_each_sections_explorer_switches_frames_without_a_kernel(browser, server, page):
     tab = browser.new_page()
     tab.goto(f"{server}/{page}", wait_until="networkidle")
@@ -184,22 +187,40 @@ def test_each_sections_explorer_switches_frames_without_a_kernel(browser, server
     assert alt, f"{page}: an explorer frame has no alt text"
 
 
+def _shows_figures_explorer_and_solutions(site, chapter: int, figures: dict) -> None:
+    """Each page of ``figures`` ({page: [figure names]}) shows those figures, an explorer and a hidden solution."""
+    for page, names in figures.items():
+        text = _html(site, f"book/ch{chapter}/{page}.html")
+        for name in names:
+            assert f'id="{name}"' in text, (page, name)
+        assert 'class="course-explorer"' in text and "Solution to" in text, page
+
+
 def test_chapter_3_shows_its_measurements(site):
     """Chapter 3's signature figures, glued numbers and hidden answers, as a reader sees them."""
     figures = {"01_a_correction": ["fig-bank-correction"], "02_switched_off": ["fig-switched-off"],
                "03_add_or_concat": ["fig-join-costs", "fig-joins-compared"],
                "04_branch_scale": ["fig-scale-sweep", "fig-divergence-map"],
                "05_why_norm_follows_add": ["fig-stream-variance", "fig-batch-mates"]}
-    for page, names in figures.items():
-        text = _html(site, f"book/ch3/{page}.html")
-        for name in names:
-            assert f'id="{name}"' in text, (page, name)
-        assert 'class="course-explorer"' in text and "Solution to" in text, page
+    _shows_figures_explorer_and_solutions(site, 3, figures)
     concat = _html(site, "book/ch3/03_add_or_concat.html")
     assert re.search(r"has\s+<span[^>]*>\s*2,097,152\s*</span>", concat), "the width after 12 concatenations"
     assert "course-model-answer" in concat, "the discussion's model answer, in a dropdown"
     norm = _html(site, "book/ch3/05_why_norm_follows_add.html")
     assert re.search(r"multiplies the variance\s+by about 2 \(fitted: <span[^>]*>\s*[12]\.\d\d\s*</span>\)", norm)
+
+
+def test_chapter_4_shows_its_measurements(site):
+    """Chapter 4's diagram, signature figures, glued numbers and hidden answers, as a reader sees them."""
+    figures = {"01_inside_the_layer": ["fig-sublayer-diagram"],
+               "02_the_plus_one_path": ["fig-embedding-gradients", "fig-layer-profiles"],
+               "03_deep_stacks": ["fig-grid-curves"], "04_twenty_four_layers": ["fig-grid-24"],
+               "05_ignore_a_layer": ["fig-lesion-maps"]}
+    _shows_figures_explorer_and_solutions(site, 4, figures)
+    layer = _html(site, "book/ch4/01_inside_the_layer.html")
+    assert re.search(r"<span[^>]*>\s*\d\.\de-1[0-9]\s*</span> in\s+float64", layer), "the float64 gap, glued"
+    lesions = _html(site, "book/ch4/05_ignore_a_layer.html")
+    assert re.search(r"the median is still\s+<span[^>]*>\s*\d+%\s*</span>", lesions)
 
 
 def test_chapter_2_shows_its_measurements(site):
