@@ -4,6 +4,7 @@ initialisation, the training grid and the sublayer lesions."""
 from __future__ import annotations
 
 import numpy as np
+
 from .diagrams import _arrow
 from .style import COLORS, OTHER_COLORS, finish, house_style, new_figure, title_figure
 
