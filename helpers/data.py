@@ -108,6 +108,7 @@ def identity_task(n: int, dim: int, seed: int = 0, *, nonnegative: bool = False
 
 
 SEQUENCE_TASKS = ("reverse", "sort", "copy")
+"""The tasks of :func:`sequence_task`: reverse, sort or copy a sequence of tokens."""
 
 
 def sequence_targets(kind: str, tokens: torch.Tensor) -> torch.Tensor:

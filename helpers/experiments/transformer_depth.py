@@ -93,7 +93,8 @@ def gradients_at_init(depths=(6, 12, 24), *, seed: int = 0, n_inits: int = 5,
 
 @dataclass(frozen=True)
 class GridRun:
-    """One trained net of :func:`train_grid`: its setting and its :class:`SequenceRun`."""
+    """One trained net of :func:`train_grid`: its setting and its
+    :class:`~helpers.stacked_transformers.SequenceRun`."""
 
     depth: int
     norm: str

@@ -131,7 +131,7 @@ def grid_curves(runs, *, title: str, best_only: bool = True):
     from ..experiments.transformer_depth import best
 
     depths = sorted({r.depth for r in runs})
-    fig, axes = new_figure(ncols=len(depths), width=min(3.3 * len(depths) + 0.6, 10.0), height=3.9, sharey=True)
+    fig, axes = new_figure(ncols=len(depths), width=7.0, height=4.4 if len(depths) > 1 else 3.9, sharey=True)
     axes = np.atleast_1d(axes)
     with house_style():
         for i, (ax, depth) in enumerate(zip(axes, depths)):
@@ -139,19 +139,18 @@ def grid_curves(runs, *, title: str, best_only: bool = True):
             if best_only:
                 chosen = [best(chosen, label=label) for label in dict.fromkeys(r.label for r in chosen)]
             for j, r in enumerate(chosen):
-                ax.plot(np.arange(1, len(r.run.losses) + 1), _smooth(r.run.losses),
-                        label=f"{r.label}, lr {r.lr:g}", **_run_style(r, j))
+                label = r.label if best_only else f"{r.label}, lr {r.lr:g}"
+                ax.plot(np.arange(1, len(r.run.losses) + 1), _smooth(r.run.losses), label=label, **_run_style(r, j))
             ax.set_yscale("log")
             ax.axhline(np.log(8), color="0.5", linewidth=1, linestyle=":")
             finish(ax, title=f"{depth} layers", xlabel="step", ylabel="training loss (nats per token)",
                    legend=False)
             if i:  # the panels share the first one's y axis and its label
                 ax.set_ylabel("")
-        handles, labels = axes[-1].get_legend_handles_labels()
-        if best_only:
-            axes[-1].legend(handles, [lab.rsplit(", lr", 1)[0] for lab in labels], fontsize=10, loc="lower left")
+        if len(depths) > 1:
+            fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=10)
         else:
-            axes[-1].legend(fontsize=10, loc="lower left")
+            axes[0].legend(fontsize=10, loc="lower left")
         title_figure(fig, title)
     return fig
 
@@ -175,22 +174,32 @@ def stack_frame(runs, *, title: str):
 
 def lesion_maps(maps: dict, *, intact: dict, title: str):
     """One panel per net: the test accuracy with each sublayer zeroed (rows attention and
-    FFN, columns the layers), in percent, coloured from chance (dark) to 100 % (light)."""
-    fig, axes = new_figure(ncols=len(maps), width=9.6, height=2.9,
-                           gridspec_kw=dict(width_ratios=[m.shape[1] + 1.5 for m in maps.values()]))
-    axes = np.atleast_1d(axes)
+    FFN, columns the layers), in percent, coloured from 0 (dark) to 100 % (light). The
+    first net fills the top row, the others share the bottom row."""
+    names = list(maps)
+    rest = max(len(names) - 1, 1)
+    fig, grid = new_figure(ncols=rest, nrows=2 if len(names) > 1 else 1, width=7.0,
+                           height=5.6 if len(names) > 1 else 3.0, squeeze=False)
     with house_style():
-        for ax, (name, acc) in zip(axes, maps.items()):
-            image = ax.imshow(100 * acc, vmin=0, vmax=100, cmap="viridis", aspect="auto")
-            for (row, col), value in np.ndenumerate(100 * acc):
+        if len(names) > 1:
+            spec = grid[0, 0].get_gridspec()
+            for ax in grid[0]:
+                ax.remove()
+            axes = [fig.add_subplot(spec[0, :]), *grid[1]]
+        else:
+            axes = [grid[0, 0]]
+        for ax, name in zip(axes, names, strict=True):
+            acc = 100 * np.asarray(maps[name])
+            image = ax.imshow(acc, vmin=0, vmax=100, cmap="viridis", aspect="auto")
+            for (row, col), value in np.ndenumerate(acc):
                 ax.text(col, row, f"{value:.0f}", ha="center", va="center", fontsize=10,
                         color="white" if value < 60 else "black")
             ax.set_xticks(range(acc.shape[1]), [str(i + 1) for i in range(acc.shape[1])])
             ax.set_yticks([0, 1], ["attention", "FFN"])
             ax.grid(False)
-            finish(ax, title=f"{name}\n(intact: {100 * intact[name]:.0f} %)", xlabel="layer", ylabel="sublayer",
+            finish(ax, title=f"{name} (intact: {100 * intact[name]:.0f} %)", xlabel="layer", ylabel="sublayer",
                    legend=False)
-        fig.colorbar(image, ax=axes[-1], label="accuracy (%)")
+        fig.colorbar(image, ax=axes, label="accuracy (%)", shrink=0.8)
         title_figure(fig, title)
     return fig
 
