@@ -18,9 +18,9 @@ def _title(path) -> str:
 
 
 def _flat(text: str) -> str:
-    """Without white space (the PDF's text layer adds some around Chinese) and with ligatures
-    (the "ﬁ" of "fix") spelt out."""
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+    """Without white space (the PDF's text layer adds some around Chinese), with ligatures
+    (the "ﬁ" of "fix") spelt out and typographic apostrophes (the site's smart quotes) straight."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text)).replace("\u2019", "'")
 
 
 @pytest.fixture(scope="module")

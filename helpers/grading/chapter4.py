@@ -149,7 +149,8 @@ def check_pre_ln_encoder(fn) -> Feedback:
         heads = int(hidden.integers(1, 4))
         size = dict(n_layers=int(hidden.integers(1, 5)), batch=int(hidden.integers(1, 4)),
                     length=int(hidden.integers(2, 8)), d_model=heads * int(hidden.integers(2, 5)), n_heads=heads)
-        cases.append(_case(f"hidden random case: {size['n_layers']} layers, x of shape "
+        layers = f"{size['n_layers']} layer" + ("s" if size["n_layers"] > 1 else "")
+        cases.append(_case(f"hidden random case: {layers}, x of shape "
                            f"({size['batch']}, {size['length']}, {size['d_model']})", hidden, general, **size))
     return run_cases("A Pre-LN encoder, forward pass", fn, cases, off_limits=REFERENCES)
 

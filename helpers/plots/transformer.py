@@ -125,7 +125,7 @@ def _run_style(run, index: int) -> dict:
 
 
 def grid_curves(runs, *, title: str, best_only: bool = True):
-    """Training loss (mean of the last 10 steps) against the step, one panel per depth; for
+    """Training loss (running mean over 10 steps) against the step, one panel per depth; for
     each setting (residual or plain, norm position, warm-up) the learning rate of lowest
     final loss when ``best_only``, else every run."""
     from ..experiments.transformer_depth import best
