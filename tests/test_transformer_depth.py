@@ -33,6 +33,10 @@ def test_a_tiny_grid_trains_and_labels_its_runs():
     assert best(runs, label="plain Pre-LN").residual is False
     with pytest.raises(ValueError, match="no run"):
         best(runs, depth=3)
+    with pytest.raises(ValueError, match="grid"):
+        train_grid((1,), grid={"sandwich": [(True, 1e-3, 0)]})
+    with pytest.raises(ValueError, match="grid"):
+        train_grid((1,), grid={"pre": [(True, 1e-3)]})
 
 
 def test_a_lesion_zeroes_exactly_one_sublayer_and_is_undone():

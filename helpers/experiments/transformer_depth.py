@@ -137,6 +137,12 @@ def train_grid(depths=(2, 6, 12), *, seed: int = 0, grid: dict | None = None,
     """
     depths = [positive_int("depths[i]", d) for d in non_empty("depths", depths)]
     grid = GRID if grid is None else grid
+    if not isinstance(grid, dict) or not grid or set(grid) - set(NORMS):
+        raise ValueError(f"grid must be a dict whose keys are among {list(NORMS)}, got {grid!r}")
+    for norm, members in grid.items():
+        if not members or not all(isinstance(m, tuple) and len(m) == 3 for m in members):
+            raise ValueError(f"grid[{norm!r}] must be a non-empty list of (residual, lr, warm-up steps), "
+                             f"got {members!r}")
     jobs, start = [], 0
     size = sum(len(m) for m in grid.values()) * len(depths)
     seeds = seeds_of_run(seed, size)
