@@ -117,7 +117,7 @@ def _smooth(losses: np.ndarray, window: int = 10) -> np.ndarray:
     return np.convolve(np.pad(losses, (window - 1, 0), mode="edge"), kernel, mode="valid")
 
 
-def _run_style(run, index: int) -> dict:
+def _run_style(run) -> dict:
     kind = "residual" if run.residual else "plain"
     if run.warmup:
         return dict(color=OTHER_COLORS[1], linestyle="-")
@@ -138,9 +138,9 @@ def grid_curves(runs, *, title: str, best_only: bool = True):
             chosen = [r for r in runs if r.depth == depth]
             if best_only:
                 chosen = [best(chosen, label=label) for label in dict.fromkeys(r.label for r in chosen)]
-            for j, r in enumerate(chosen):
+            for r in chosen:
                 label = r.label if best_only else f"{r.label}, lr {r.lr:g}"
-                ax.plot(np.arange(1, len(r.run.losses) + 1), _smooth(r.run.losses), label=label, **_run_style(r, j))
+                ax.plot(np.arange(1, len(r.run.losses) + 1), _smooth(r.run.losses), label=label, **_run_style(r))
             ax.set_yscale("log")
             ax.axhline(np.log(8), color="0.5", linewidth=1, linestyle=":")
             finish(ax, title=f"{depth} layers", xlabel="step", ylabel="training loss (nats per token)",
@@ -157,12 +157,15 @@ def grid_curves(runs, *, title: str, best_only: bool = True):
 
 def stack_frame(runs, *, title: str):
     """Every run of one depth and norm position: training loss against the step, and the
-    test accuracy in the legend (an explorer's frame)."""
+    test accuracy in the legend (an explorer's frame); the plain nets' learning rates are
+    told apart by the line style."""
     fig, ax = new_figure(width=6.4, height=3.8)
     with house_style():
-        for j, r in enumerate(runs):
-            style = _run_style(r, j)
-            style["alpha"] = 0.5 + 0.5 * (r.lr == 3e-3)
+        rates = sorted({r.lr for r in runs if not r.residual})
+        for r in runs:
+            style = _run_style(r)
+            if not r.residual:  # one norm position per frame: the line style tells the plain nets' rates apart
+                style["linestyle"] = (":", "--", "-.", "-")[rates.index(r.lr) % 4]
             ax.plot(np.arange(1, len(r.run.losses) + 1), _smooth(r.run.losses),
                     label=f"{r.label}, lr {r.lr:g}: {100 * r.run.accuracy:.0f} % right", **style)
         ax.set_yscale("log")
