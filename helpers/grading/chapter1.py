@@ -56,7 +56,9 @@ def check_per_layer_factor(fn) -> Feedback:
     ]
     hidden = _rng()
     for _ in range(2):
-        n = int(hidden.integers(3, 41))
+        # 4 layers or more: with 3, the least-squares slope is the endpoints' slope, and a
+        # fit through the first and last layer only would pass by chance
+        n = int(hidden.integers(4, 41))
         g = float(hidden.uniform(0.3, 0.9) if hidden.random() < 0.5 else hidden.uniform(1.1, 1.8))
         profile = _geometric(g, n, scale=10 ** hidden.uniform(-4, 2)) * np.exp(hidden.normal(0, 0.15, n))
         cases.append(Case(f"hidden random noisy profile of {n} layers", (profile,), per_layer_factor(profile),
