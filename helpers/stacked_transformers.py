@@ -36,12 +36,15 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from ._checks import choice, non_empty, positive_int, real_number
-from .data import SEQUENCE_TASKS, sequence_targets
+from .data import SEQUENCE_TASKS, sequence_targets, sequence_task
 from .environment import is_static_build
+from .measure.sublayers import accuracy
 from .models.transformer import SequenceTransformer
 from .seeding import generator
 
 BETAS, EPS = (0.9, 0.999), 1e-8
+TEST_SEED = 10**6
+"""The seed of the test sequences every member is scored on."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ class _Stack:
 def fit_transformers_together(models: Sequence[SequenceTransformer], *, task: str, steps: int,
                               lr: float | Sequence[float], seeds: Sequence[int],
                               warmup_steps: int | Sequence[int] = 0, batch_size: int = 64,
-                              test_size: int = 512, test_seed: int = 10**6,
+                              test_size: int = 512, test_seed: int = TEST_SEED,
                               progress: bool | None = None,
                               description: str = "training") -> list[SequenceRun]:
     """Train each model on ``task`` (:func:`helpers.data.sequence_targets`) for ``steps`` Adam
@@ -208,12 +211,6 @@ def fit_transformers_together(models: Sequence[SequenceTransformer], *, task: st
             denom = (v.sqrt() / math.sqrt(1 - BETAS[1] ** k)).add_(EPS)
             stack.flat.sub_(step * m / denom)
     stack.write_back()
-    test_tokens = torch.randint(0, vocab, (test_size, length), generator=generator(test_seed))
-    test_targets = sequence_targets(task, test_tokens)
-    runs = []
-    for e, model in enumerate(models):
-        with torch.no_grad():
-            right = (model(test_tokens).argmax(dim=-1) == test_targets).float().mean()
-        runs.append(SequenceRun(losses[e].numpy().copy(), float(right), lrs[e], warmups[e],
-                                bool(model.layers[0].residual)))
-    return runs
+    test_tokens, test_targets = sequence_task(task, test_size, length, vocab, seed=test_seed)
+    return [SequenceRun(losses[e].numpy().copy(), accuracy(model, test_tokens, test_targets), lrs[e], warmups[e],
+                        bool(model.layers[0].residual)) for e, model in enumerate(models)]

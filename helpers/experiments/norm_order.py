@@ -26,7 +26,9 @@ ORDERS = {"post": "Post-LN", "pre": "Pre-LN"}
 """``norm_position`` of :class:`~helpers.models.transformer.EncoderLayer` -> the label used in results."""
 
 
-def _token_loss(logits, targets):
+def token_loss(logits, targets):
+    """The mean cross-entropy over every token of every sequence: ``logits`` ``(batch, length,
+    vocab)``, ``targets`` ``(batch, length)``."""
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
@@ -51,7 +53,7 @@ def norm_order_profiles(n_layers: int = 24, *, d_model: int = 64, n_heads: int =
             model = SequenceTransformer(vocab, length, d_model, n_heads, d_ff, n_layers,
                                         norm_position=position)
             layers = [(f"layer {i + 1}", layer.linear2) for i, layer in enumerate(model.layers)]
-            runs.append(gradient_profile(model, _token_loss, tokens, targets, layers=layers))
+            runs.append(gradient_profile(model, token_loss, tokens, targets, layers=layers))
         out[label] = GradientProfile(runs[0].names, np.mean([r.weight for r in runs], axis=0),
                                      np.mean([r.output for r in runs], axis=0),
                                      float(np.mean([r.loss for r in runs])))

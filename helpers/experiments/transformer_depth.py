@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
 
 from .._checks import non_empty, positive_int
 from ..data import sequence_task
 from ..models.transformer import SequenceTransformer
 from ..parallel import run_all
 from ..seeding import isolated, seeds_of_run
-from ..stacked_transformers import SequenceRun, fit_transformers_together
+from ..stacked_transformers import TEST_SEED, SequenceRun, fit_transformers_together
+from .norm_order import token_loss
 
 SIZE = dict(vocab=8, length=8, d_model=16, n_heads=2, d_ff=32, position_std=1.0)
 """The size of every net of chapter 4 (keyword arguments of SequenceTransformer)."""
@@ -38,10 +38,6 @@ def make_net(n_layers: int, norm_position: str, residual: bool, seed: int) -> Se
     """A chapter-4 net of ``n_layers`` layers, drawn from ``seed`` (the caller's random state untouched)."""
     with isolated(seed):
         return SequenceTransformer(n_layers=n_layers, norm_position=norm_position, residual=residual, **SIZE)
-
-
-def _token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 @dataclass(frozen=True)
@@ -82,7 +78,7 @@ def gradients_at_init(depths=(6, 12, 24), *, seed: int = 0, n_inits: int = 5,
                     for layer in net.layers:
                         layer.residual = residual
                     h = net.embedding(tokens).detach().requires_grad_()
-                    _token_loss(net(tokens, h), targets).backward()
+                    token_loss(net(tokens, h), targets).backward()
                     emb.append(float(h.grad.norm()))
                     layers.append([float(torch.cat([p.grad.reshape(-1) for p in la.parameters()]).norm())
                                    for la in net.layers])
@@ -164,7 +160,7 @@ def best(runs: list[GridRun], **setting) -> GridRun:
 
 def evaluation_set(size: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
     """The chapter's test sequences and their targets (the same ones :func:`train_grid` scores)."""
-    return sequence_task(TASK, positive_int("size", size), SIZE["length"], SIZE["vocab"], seed=10**6)
+    return sequence_task(TASK, positive_int("size", size), SIZE["length"], SIZE["vocab"], seed=TEST_SEED)
 
 
 def nets_for_lesions(*, seed: int = 0, steps: int = STEPS) -> dict[str, SequenceTransformer]:

@@ -46,8 +46,7 @@ def zeroed(model: nn.Module, lesions) -> None:
 @torch.no_grad()
 def accuracy(model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor, lesions=()) -> float:
     """Share of the target tokens ``model`` predicts right, with the sublayers ``lesions`` zeroed."""
-    with zeroed(model, lesions):
-        return float((model(tokens).argmax(dim=-1) == targets).float().mean())
+    return float(position_accuracy(model, tokens, targets, lesions).mean())
 
 
 def sublayer_lesions(model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor) -> np.ndarray:
