@@ -77,8 +77,8 @@ def _check_models(models) -> list[SequenceTransformer]:
     for i, m in enumerate(models):
         if not isinstance(m, SequenceTransformer):
             raise TypeError(f"models[{i}] must be a SequenceTransformer, got {type(m).__name__}")
-        if len({(la.residual, la.alpha) for la in m.layers}) > 1 or m.layers[0].alpha != 1.0:
-            raise ValueError(f"models[{i}] must have alpha 1 and one residual setting in every layer")
+        if len({(la.residual, la.alpha) for la in m.layers}) > 1:
+            raise ValueError(f"models[{i}] must have one residual setting and one alpha in every layer")
 
     def shape(m):
         return (m.layers[0].norm_position, m.layers[0].self_attn.n_heads,
@@ -109,7 +109,9 @@ class _Stack:
         self.shapes = [p.shape for _, p in self.template.named_parameters()]
         self.flat = torch.stack([torch.cat([p.detach().reshape(-1) for p in m.parameters()])
                                  for m in models]).requires_grad_()
-        self.skip = torch.tensor([float(m.layers[0].residual) for m in models]).view(-1, 1, 1)
+        # each member's skip scale: alpha (1, or DeepNorm's), or 0 for a plain net
+        self.skip = torch.tensor([m.layers[0].alpha * m.layers[0].residual for m in models]).view(-1, 1, 1)
+        self.rezero = models[0].layers[0].rezero_gates is not None
 
     def weights(self) -> dict[str, torch.Tensor]:
         """Each parameter as an ``(E, *shape)`` view of the flat tensor (one ``split``, so the
@@ -141,10 +143,14 @@ class _Stack:
         def ffn(p, h):
             return linear(f"{p}.linear2", torch.relu(linear(f"{p}.linear1", h)))
 
-        def add_and_norm(h, sublayer, norm_name):  # EncoderLayer._sublayer, batched
+        def add_and_norm(h, sublayer, norm_name, layer, index):  # EncoderLayer._sublayer, batched
+            def branch(x):  # with ReZero, times each member's gate of this sublayer
+                out = sublayer(x)
+                return w[f"{layer}.rezero_gates"][:, index, None, None] * out if self.rezero else out
+
             if norm == "pre":
-                return self.skip * h + sublayer(layer_norm(norm_name, h))
-            out = self.skip * h + sublayer(h)
+                return self.skip * h + branch(layer_norm(norm_name, h))
+            out = self.skip * h + branch(h)
             return layer_norm(norm_name, out) if norm == "post" else out
 
         index = torch.arange(members).view(-1, 1, 1)
@@ -152,8 +158,8 @@ class _Stack:
         h = h.reshape(members, batch * length, -1)
         for i in range(len(t.layers)):
             p = f"layers.{i}"
-            h = add_and_norm(h, lambda x, p=p: attention(f"{p}.self_attn", x), f"{p}.norm1")
-            h = add_and_norm(h, lambda x, p=p: ffn(p, x), f"{p}.norm2")
+            h = add_and_norm(h, lambda x, p=p: attention(f"{p}.self_attn", x), f"{p}.norm1", p, 0)
+            h = add_and_norm(h, lambda x, p=p: ffn(p, x), f"{p}.norm2", p, 1)
         if norm == "pre":
             h = layer_norm("final_norm", h)
         return linear("head", h)
@@ -174,7 +180,8 @@ def fit_transformers_together(models: Sequence[SequenceTransformer], *, task: st
     steps, all at once (module docstring); return one :class:`SequenceRun` per model.
 
     ``models`` are :class:`~helpers.models.transformer.SequenceTransformer` s of one shape
-    and norm position (plain and residual may mix). Member ``e`` draws fresh batches of
+    and norm position (plain and residual may mix, and skip scales ``alpha``, as DeepNorm's,
+    may differ between members; ReZero nets train with ReZero nets). Member ``e`` draws fresh batches of
     ``batch_size`` random sequences from ``seeds[e]``; ``lr`` and ``warmup_steps`` are one
     value or one per member. Accuracy is measured on ``test_size`` sequences drawn from
     ``test_seed``, the same for every member. The models are trained in place.

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from helpers.data import sequence_targets
-from helpers.models import SequenceTransformer
+from helpers.models import SequenceTransformer, apply_deepnorm_
 from helpers.seeding import generator
 from helpers.stacked_transformers import SequenceRun, fit_transformers_together
 
@@ -51,6 +51,22 @@ def test_members_train_as_they_would_alone(norm):
     assert all(0.0 <= r.accuracy <= 1.0 for r in runs)
 
 
+def test_deepnorm_and_rezero_members_train_as_they_would_alone():
+    """Skip scales that differ between members (DeepNorm's alpha beside 1), and ReZero's gates."""
+    post = [apply_deepnorm_(_net("post", True, 0)), _net("post", True, 1)]
+    torch.manual_seed(2)
+    rezero = [SequenceTransformer(6, 5, 8, 2, 16, 2, norm_position="none", rezero=True, position_std=1.0)]
+    for models in (post, rezero):
+        alone = copy.deepcopy(models)
+        runs = fit_transformers_together(models, task="reverse", steps=15, batch_size=16, lr=3e-3,
+                                         seeds=list(range(5, 5 + len(models))), progress=False)
+        for run, model, seed in zip(runs, alone, range(5, 5 + len(models))):
+            expected = _alone(model, lr=3e-3, warmup=0, seed=seed, steps=15, batch=16)
+            assert np.allclose(run.losses, expected, rtol=1e-4, atol=1e-5), np.abs(run.losses - expected).max()
+    # ReZero's gates moved away from 0 and were written back
+    assert rezero[0].layers[0].rezero_gates.abs().sum() > 0
+
+
 def test_a_run_reports_divergence_and_its_final_loss():
     run = SequenceRun(np.array([2.0, 1.0, np.nan]), 0.1, 1e-3, 0, True)
     assert run.diverged and run.final_loss() == float("inf")
@@ -66,6 +82,10 @@ def test_bad_arguments_are_named():
         fit_transformers_together([a], task="reverse", steps=2, lr=[1e-3, 1e-3], seeds=[0])
     with pytest.raises(ValueError, match="seeds"):
         fit_transformers_together([a], task="reverse", steps=2, lr=1e-3, seeds=[0, 1])
+    mixed = _net("post", True, 2)
+    mixed.layers[0].alpha = 2.0
+    with pytest.raises(ValueError, match="alpha"):
+        fit_transformers_together([mixed], task="reverse", steps=2, lr=1e-3, seeds=[0])
     with pytest.raises(ValueError, match="distinct"):
         fit_transformers_together([a, a], task="reverse", steps=2, lr=1e-3, seeds=[0, 1])
     with pytest.raises(ValueError, match="task"):

@@ -82,3 +82,41 @@ def test_layers_name_bad_arguments():
         DecoderLayer(8, 2, 16, residual="yes")
     with pytest.raises(ValueError, match="d_ff"):
         EncoderLayer(8, 2, 0)
+
+
+def test_deepnorm_scales_the_skip_and_the_update_weights_only():
+    """alpha = (2N)^(1/4) on every skip; beta = (8N)^(-1/4) on W_v, W_o and the FFN; W_q, W_k, biases,
+    LayerNorms and the embeddings untouched."""
+    from helpers.models import SequenceTransformer, apply_deepnorm_, deepnorm_constants
+
+    assert deepnorm_constants(6) == pytest.approx((12 ** 0.25, 48 ** -0.25))
+    torch.manual_seed(0)
+    net = SequenceTransformer(8, 5, 8, 2, 16, 3, norm_position="post")
+    before = {n: p.detach().clone() for n, p in net.named_parameters()}
+    apply_deepnorm_(net)
+    alpha, beta = deepnorm_constants(3)
+    assert all(layer.alpha == alpha for layer in net.layers)
+    for name, p in net.named_parameters():
+        if name.endswith("in_proj_weight"):
+            assert torch.equal(p[:16], before[name][:16]), "queries and keys keep their init"
+            assert torch.allclose(p[16:], beta * before[name][16:])
+        elif name.endswith(("out_proj.weight", "linear1.weight", "linear2.weight")):
+            assert torch.allclose(p, beta * before[name]), name
+        else:
+            assert torch.equal(p, before[name]), name
+    with pytest.raises(ValueError, match="Post-LN"):
+        apply_deepnorm_(SequenceTransformer(8, 5, 8, 2, 16, 3, norm_position="pre"))
+    with pytest.raises(TypeError, match="SequenceTransformer"):
+        apply_deepnorm_(torch.nn.Linear(2, 2))
+
+
+def test_rezero_layers_are_the_identity_at_initialisation():
+    from helpers.models import EncoderLayer
+
+    torch.manual_seed(0)
+    layer = EncoderLayer(8, 2, 16, norm_position="none", rezero=True)
+    x = torch.randn(3, 5, 8)
+    assert torch.equal(layer(x), x)
+    assert [n for n, _ in layer.named_parameters()].count("rezero_gates") == 1
+    with pytest.raises(TypeError, match="rezero"):
+        EncoderLayer(8, 2, 16, rezero=1)

@@ -7,8 +7,11 @@ Add & Norm step, for ``norm_position``:
 * ``"pre"``  (Xiong et al. 2020):    ``x = a x + Sublayer(LN(x))``
 * ``"none"``:                         ``x = a x + Sublayer(x)``
 
-with skip scale ``a`` (``alpha``; 1 for the usual layer, ``(2N)^(1/4)`` for DeepNorm) and
-the ``a x`` term dropped altogether when ``residual=False``. Parameter names and shapes
+with skip scale ``a`` (``alpha``; 1 for the usual layer, ``(2N)^(1/4)`` for DeepNorm, see
+:func:`apply_deepnorm_`) and the ``a x`` term dropped altogether when ``residual=False``.
+With ``rezero=True`` (Bachlechner et al. 2020) every sublayer's output is multiplied by a
+learned scalar gate that starts at 0, ``x = a x + g Sublayer(x)``, so each layer is exactly
+the identity at initialisation. Parameter names and shapes
 match ``torch.nn.TransformerEncoderLayer`` and ``torch.nn.TransformerDecoderLayer`` (ReLU,
 ``batch_first=True``), so weights can be copied between ours and PyTorch's with
 ``load_state_dict``; a unit test checks that the outputs agree, masks included.
@@ -89,7 +92,8 @@ class Attention(nn.Module):
 class _Layer(nn.Module):
     """What encoder and decoder layers share: the options, the FFN and the Add & Norm step."""
 
-    def __init__(self, d_model: int, d_ff: int, norm_position: str, residual: bool, alpha: float):
+    def __init__(self, d_model: int, d_ff: int, norm_position: str, residual: bool, alpha: float,
+                 rezero: bool, n_sublayers: int):
         super().__init__()
         self.norm_position = choice("norm_position", norm_position, NORM_POSITIONS)
         if not isinstance(residual, bool):
@@ -98,17 +102,23 @@ class _Layer(nn.Module):
         self.alpha = real_number("alpha", alpha, low=0.0)
         self.linear1 = nn.Linear(d_model, positive_int("d_ff", d_ff))
         self.linear2 = nn.Linear(d_ff, d_model)
+        if not isinstance(rezero, bool):
+            raise TypeError(f"rezero must be a bool, got {type(rezero).__name__}")
+        # ReZero's gates, one per sublayer, start at 0 (a parameter only when asked for, so
+        # that the state dict still matches PyTorch's layers otherwise)
+        self.rezero_gates = nn.Parameter(torch.zeros(n_sublayers)) if rezero else None
 
     def ffn(self, x: torch.Tensor) -> torch.Tensor:
         """The position-wise feed-forward net, ``W2 relu(W1 x + b1) + b2``."""
         return self.linear2(torch.relu(self.linear1(x)))
 
-    def _sublayer(self, x, fn, norm):
-        """One sublayer ``fn`` wrapped in Add & Norm (see the module docstring)."""
+    def _sublayer(self, x, fn, norm, index: int):
+        """Sublayer number ``index`` of the layer, ``fn``, wrapped in Add & Norm (see the module docstring)."""
         skip = self.alpha * x if self.residual else 0.0
+        gate = 1.0 if self.rezero_gates is None else self.rezero_gates[index]
         if self.norm_position == "pre":
-            return skip + fn(norm(x))
-        out = skip + fn(x)
+            return skip + gate * fn(norm(x))
+        out = skip + gate * fn(x)
         return norm(out) if self.norm_position == "post" else out
 
 
@@ -116,8 +126,8 @@ class EncoderLayer(_Layer):
     """Self-attention, then the FFN, each wrapped in Add & Norm (module docstring)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, norm_position: str = "post",
-                 residual: bool = True, alpha: float = 1.0, eps: float = 1e-5):
-        super().__init__(d_model, d_ff, norm_position, residual, alpha)
+                 residual: bool = True, alpha: float = 1.0, rezero: bool = False, eps: float = 1e-5):
+        super().__init__(d_model, d_ff, norm_position, residual, alpha, rezero, 2)
         self.self_attn = Attention(d_model, n_heads)
         self.norm1 = nn.LayerNorm(d_model, eps=eps)
         self.norm2 = nn.LayerNorm(d_model, eps=eps)
@@ -127,8 +137,8 @@ class EncoderLayer(_Layer):
         def attend(h):
             return self.self_attn(h, attn_mask=attn_mask, key_padding_mask=key_padding_mask)
 
-        x = self._sublayer(x, attend, self.norm1)
-        return self._sublayer(x, self.ffn, self.norm2)
+        x = self._sublayer(x, attend, self.norm1, 0)
+        return self._sublayer(x, self.ffn, self.norm2, 1)
 
 
 class DecoderLayer(_Layer):
@@ -136,8 +146,8 @@ class DecoderLayer(_Layer):
     Add & Norm steps (module docstring)."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, norm_position: str = "post",
-                 residual: bool = True, alpha: float = 1.0, eps: float = 1e-5):
-        super().__init__(d_model, d_ff, norm_position, residual, alpha)
+                 residual: bool = True, alpha: float = 1.0, rezero: bool = False, eps: float = 1e-5):
+        super().__init__(d_model, d_ff, norm_position, residual, alpha, rezero, 3)
         self.self_attn = Attention(d_model, n_heads)
         self.multihead_attn = Attention(d_model, n_heads)
         self.norm1 = nn.LayerNorm(d_model, eps=eps)
@@ -154,21 +164,22 @@ class DecoderLayer(_Layer):
         def attend_to_memory(h):  # queries from the decoder, keys and values from the encoder
             return self.multihead_attn(h, memory, key_padding_mask=memory_key_padding_mask)
 
-        x = self._sublayer(x, attend_to_self, self.norm1)
-        x = self._sublayer(x, attend_to_memory, self.norm2)
-        return self._sublayer(x, self.ffn, self.norm3)
+        x = self._sublayer(x, attend_to_self, self.norm1, 0)
+        x = self._sublayer(x, attend_to_memory, self.norm2, 1)
+        return self._sublayer(x, self.ffn, self.norm3, 2)
 
 
 class SequenceTransformer(nn.Module):
     """Token embedding + learned positions, ``n_layers`` :class:`EncoderLayer`, a per-token head.
 
-    Pre-LN stacks end with a final LayerNorm, as usual. Token embeddings start as
+    Pre-LN stacks end with a final LayerNorm, as usual; ``rezero`` gates every sublayer
+    (module docstring). Token embeddings start as
     ``N(0, 1)`` (PyTorch's default) and positions as ``N(0, position_std^2)``.
     """
 
     def __init__(self, vocab: int, length: int, d_model: int = 32, n_heads: int = 4,
                  d_ff: int = 64, n_layers: int = 2, *, norm_position: str = "pre",
-                 residual: bool = True, position_std: float = 0.02):
+                 residual: bool = True, rezero: bool = False, position_std: float = 0.02):
         super().__init__()
         n_layers = positive_int("n_layers", n_layers)
         position_std = real_number("position_std", position_std, low=0.0)
@@ -176,7 +187,7 @@ class SequenceTransformer(nn.Module):
         self.position = nn.Parameter(position_std * torch.randn(positive_int("length", length), d_model))
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, norm_position=norm_position,
-                         residual=residual)
+                         residual=residual, rezero=rezero)
             for _ in range(n_layers)
         )
         self.final_norm = nn.LayerNorm(d_model) if norm_position == "pre" else nn.Identity()
@@ -194,3 +205,35 @@ class SequenceTransformer(nn.Module):
         for layer in self.layers:
             h = layer(h)
         return self.head(self.final_norm(h))
+
+
+def deepnorm_constants(n_layers: int) -> tuple[float, float]:
+    """DeepNorm's ``(alpha, beta)`` for an encoder of ``n_layers`` layers (Wang et al. 2022):
+    ``alpha = (2N)^(1/4)`` scales the skip, ``beta = (8N)^(-1/4)`` the initial weights."""
+    n = positive_int("n_layers", n_layers)
+    return (2 * n) ** 0.25, (8 * n) ** -0.25
+
+
+@torch.no_grad()
+def apply_deepnorm_(model: SequenceTransformer) -> SequenceTransformer:
+    """Turn a Post-LN :class:`SequenceTransformer` into a DeepNorm one, in place.
+
+    Every layer becomes ``x = LN(alpha x + Sublayer(x))`` with ``alpha = (2N)^(1/4)``, and
+    the weights that write into the residual stream's update, the attention's value and
+    output projections and both FFN layers, are multiplied by ``beta = (8N)^(-1/4)``
+    (:func:`deepnorm_constants`). Queries, keys, biases and LayerNorms are left alone: the
+    queries and keys only set where attention looks, not how large its output is.
+    """
+    if not isinstance(model, SequenceTransformer):
+        raise TypeError(f"model must be a SequenceTransformer, got {type(model).__name__}")
+    if model.layers[0].norm_position != "post":
+        raise ValueError(f"DeepNorm is a Post-LN scheme; the model's norm_position is "
+                         f"{model.layers[0].norm_position!r}")
+    alpha, beta = deepnorm_constants(len(model.layers))
+    for layer in model.layers:
+        layer.alpha = alpha
+        d_model = layer.linear2.out_features
+        layer.self_attn.in_proj_weight[2 * d_model:].mul_(beta)  # W_v; W_q and W_k unscaled
+        for linear in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
+            linear.weight.mul_(beta)
+    return model
