@@ -9,6 +9,7 @@ from classroom import strip_solutions
 
 from helpers.grading import (
     check_best_rate,
+    check_deepnorm,
     check_error_rate,
     check_layer_norm,
     check_path_counts,
@@ -94,6 +95,7 @@ STARTERS = {
                                                "not implemented yet"),
     "ch3/01_a_correction.ipynb": ("def my_layer_norm", check_layer_norm, "not implemented yet"),
     "ch4/01_inside_the_layer.ipynb": ("def my_pre_ln_encoder", check_pre_ln_encoder, "not implemented yet"),
+    "ch5/04_deepnorm.ipynb": ("def my_deepnorm", check_deepnorm, "not implemented yet"),
 }
 
 

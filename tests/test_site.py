@@ -170,10 +170,12 @@ CHAPTER_3 = ["book/ch3/01_a_correction.html", "book/ch3/02_switched_off.html", "
 CHAPTER_4 = ["book/ch4/01_inside_the_layer.html", "book/ch4/02_the_plus_one_path.html",
              "book/ch4/03_deep_stacks.html", "book/ch4/04_twenty_four_layers.html",
              "book/ch4/05_ignore_a_layer.html"]
+CHAPTER_5 = ["book/ch5/01_incremental_explosion.html", "book/ch5/02_stable_propagation.html",
+             "book/ch5/03_small_enough.html", "book/ch5/04_deepnorm.html"]
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("page", CHAPTER_2 + CHAPTER_3 + CHAPTER_4)
+@pytest.mark.parametrize("page", CHAPTER_2 + CHAPTER_3 + CHAPTER_4 + CHAPTER_5)
 def test_each_sections_explorer_switches_frames_without_a_kernel(browser, server, page):
     tab = browser.new_page()
     tab.goto(f"{server}/{page}", wait_until="networkidle")
@@ -221,6 +223,20 @@ def test_chapter_4_shows_its_measurements(site):
     assert re.search(r"<span[^>]*>\s*\d\.\de-1[0-9]\s*</span> in\s+float64", layer), "the float64 gap, glued"
     lesions = _html(site, "book/ch4/05_ignore_a_layer.html")
     assert re.search(r"the median is still\s+<span[^>]*>\s*\d+%\s*</span>", lesions)
+
+
+def test_chapter_5_shows_its_measurements(site):
+    """Chapter 5's signature figures, glued numbers and hidden answers, as a reader sees them."""
+    figures = {"01_incremental_explosion": ["fig-step-change"],
+               "02_stable_propagation": ["fig-second-moments", "fig-gradient-depth", "fig-gradient-scale"],
+               "03_small_enough": ["fig-growth-grid", "fig-growth-boundary"],
+               "04_deepnorm": ["fig-designs-24", "fig-early-updates"]}
+    _shows_figures_explorer_and_solutions(site, 5, figures)
+    small = _html(site, "book/ch5/03_small_enough.html")
+    assert "course-model-answer" in small, "the derivation's model answer, in a dropdown"
+    step = _html(site, "book/ch5/01_incremental_explosion.html")
+    power = r"<span[^>]*>\s*[01]\.\d\d\s*</span>\s+\(the argument"
+    assert re.search(power, step), "the plain net's fitted power, glued"
 
 
 def test_chapter_2_shows_its_measurements(site):

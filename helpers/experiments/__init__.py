@@ -5,9 +5,11 @@ from .degradation import DegradationResult, run_degradation
 from .effective_depth import SwitchedOff, effective_depth, rank_agreement
 from .gradient_flow import init_gradient_profiles
 from .identity import IdentityRace, identity_race, identity_races, steps_to, weight_decay_branches
+from .increments import IncrementRun, incremental_explosion
 from .joins import JoinRun, compare_joins
 from .landscapes import train_loss_surfaces
 from .lesion_study import errors_by_count, lesion_choices
+from .moments import DepthGradients, ScaleGradients, chain_profiles, gradients_by_depth, gradients_by_scale
 from .norm_order import NormOrderByDepth, depth_exponent, norm_order_by_depth, norm_order_profiles
 from .scrambling import SignalThroughDepth, digit_twins, signal_through_depth
 from .shattering import (
@@ -36,4 +38,6 @@ __all__ = [
     "SignalThroughDepth", "digit_twins", "signal_through_depth", "SETUPS", "decay_fits", "first_steps",
     "gradients_on_grid",
     "input_grid", "minibatch_agreement", "noise_references", "scalar_twins", "shattering_by_depth",
+    "IncrementRun", "incremental_explosion", "DepthGradients", "ScaleGradients", "chain_profiles",
+    "gradients_by_depth", "gradients_by_scale",
 ]
