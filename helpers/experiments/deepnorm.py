@@ -42,7 +42,7 @@ DESIGNS = {
     "Pre-LN": ("pre", FULL_RATE, 0),
     "ReZero": ("rezero", FULL_RATE, 0),
 }
-"""Each design: (architecture, learning rate, warm-up steps)."""
+"""The architecture, learning rate and warm-up steps of each design."""
 STEPS = 300
 
 

@@ -118,7 +118,7 @@ class GrowthRun:
 
     @property
     def growth(self) -> np.ndarray:
-        """The squared growth after each layer, mean over the vectors: ``E ||v_k||^2 / ||v_0||^2``."""
+        """The squared growth after each layer, ``E ||v_k||^2 / ||v_0||^2``, the mean over the vectors."""
         return self._mean(self.log_growth)
 
     @property

@@ -38,7 +38,7 @@ from torch import nn
 from .._checks import choice, non_empty, positive_int, real_number
 
 INITS = ("1/n", "2/n, ReLU", "1/m", "Xavier")
-"""The four inits of the chain: weight variance ``1/n``, ``2/n`` with ReLU between layers,
+"""The four inits of the chain, by weight variance ``1/n``, ``2/n`` with ReLU between layers,
 ``1/m`` and ``2/(n + m)`` (``n`` fan-in, ``m`` fan-out)."""
 
 PROFILES = ("widening", "alternating", "constant", "narrowing")
