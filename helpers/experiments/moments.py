@@ -26,6 +26,7 @@ from .._checks import non_empty, positive_int, real_number
 from ..measure.moments import INITS, ChainMoments, block_gradient_rms, chain_moments, width_profile
 from ..models.mlp import DeepMLP
 from ..seeding import generator, isolated, seeds_of_run
+from .norm_order import depth_exponent
 
 NET = dict(norm="layer", order="pre", init="he")
 """The options of every net of :func:`gradients_by_depth` and :func:`gradients_by_scale`."""
@@ -75,7 +76,7 @@ class DepthGradients:
     def exponent(self, kind: str) -> float:
         """The fitted ``a`` of ``rms ~ N^a`` (least squares on the logs of the typical values)."""
         values = {"plain": self.typical_plain, "residual": self.typical_residual}[kind]
-        return float(np.polyfit(np.log(self.blocks), np.log(values), 1)[0])
+        return depth_exponent(self.blocks, values)
 
 
 def _make(blocks: int, width: int, kind: str, eps: float, seed: int) -> DeepMLP:
@@ -125,7 +126,7 @@ class ScaleGradients:
         keep = self.eps <= largest
         if keep.sum() < 2:
             raise ValueError(f"largest must keep at least two scales, got {largest}")
-        return float(np.polyfit(np.log(self.eps[keep]), np.log(self.typical[keep]), 1)[0])
+        return depth_exponent(self.eps[keep], self.typical[keep])
 
 
 def gradients_by_scale(x: torch.Tensor, y: torch.Tensor, eps=(1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2),
