@@ -33,7 +33,7 @@ def design_curves(runs, *, title: str):
                     label=f"{r.design}: {100 * r.run.accuracy:.0f} % right", **DESIGN_STYLES[r.design])
         ax.set_yscale("log")
         ax.axhline(np.log(8), color="0.5", linewidth=1, linestyle=":")
-        ax.legend(fontsize=9, loc="lower left")
+        ax.legend(fontsize=10, loc="lower left")
     finish(ax, title=title, xlabel="step", ylabel="training loss (nats per token)", legend=False)
     return fig
 
@@ -47,7 +47,7 @@ def early_update_profile(updates, *, title: str):
             ax.plot(np.arange(1, len(u.layers) + 1), u.layers, marker=".", label=u.design,
                     **DESIGN_STYLES[u.design])
         ax.set_yscale("log")
-        ax.legend(fontsize=9)
+        ax.legend(fontsize=10)
     finish(ax, title=title, xlabel="layer (1 = next to the embeddings)",
            ylabel=_after(updates[0].steps), legend=False)
     return fig

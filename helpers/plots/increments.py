@@ -19,7 +19,7 @@ def step_change_by_depth(runs, *, title: str):
     the number of blocks, one colour per rule, on log-log axes. Right: the same for the rules
     whose change stays moderate, divided by its value at the smallest depth, on linear axes,
     with the line ``N / N_0`` that growth in proportion to depth would follow."""
-    fig, (left, right) = new_figure(2, width=7.6, height=4.2)
+    fig, (left, right) = new_figure(2, width=7.6, height=4.6)
     depths = sorted({r.depth for r in runs})
     with house_style():
         for rule in dict.fromkeys(r.rule for r in runs):
@@ -46,8 +46,8 @@ def step_change_by_depth(runs, *, title: str):
     finish(right, title="the two that stay moderate", xlabel="number of blocks N (log scale)",
            ylabel=f"|ΔL| relative to {depths[0]} blocks", legend=False)
     with house_style():
-        left.legend(fontsize=8, loc="upper left")
-        right.legend(fontsize=8, loc="upper left")
+        left.legend(fontsize=10, loc="upper left")
+        right.legend(fontsize=10, loc="upper left")
     title_figure(fig, title)
     return fig
 

@@ -125,9 +125,10 @@ def chain_frame(result, *, title: str):
     return fig
 
 
-def chain_spread(results: dict, *, title: str, side: str = "forward"):
-    """One panel per init of ``results``: the ``side`` second moment of every single chain (thin
-    lines), their average (markers) and the formula (thick line), against the layer, log scale."""
+def chain_spread(results: dict, *, title: str, side: str = "forward", shown: int = 16):
+    """One panel per init of ``results``: the ``side`` second moment of the first ``shown``
+    single chains (thin lines; fewer lines keep the image small), the average of all chains
+    (markers) and the formula (thick line), against the layer, log scale."""
     results = _check_results(results)
     if side not in SIDES:
         raise ValueError(f"side must be one of {list(SIDES)}, got {side!r}")
@@ -140,12 +141,13 @@ def chain_spread(results: dict, *, title: str, side: str = "forward"):
         predicted = r.predicted_forward if side == "forward" else r.predicted_backward
         layers = np.arange(single.shape[1])
         with house_style():
-            for chain in single:
+            for chain in single[:shown]:
                 ax.plot(layers, chain, color=style["color"], alpha=0.25, linewidth=0.8)
             ax.plot(layers, predicted, color="0.15", linewidth=2.0, label="the formula")
             ax.plot(layers[::5], mean[::5], color=style["color"], marker=style["marker"], linestyle="none",
                     markersize=6, markeredgecolor="0.15", label=f"average of {len(single)} chains")
-            ax.plot([], [], color=style["color"], alpha=0.5, linewidth=0.8, label="single chains")
+            ax.plot([], [], color=style["color"], alpha=0.5, linewidth=0.8,
+                    label=f"{min(shown, len(single))} single chains")
             ax.set_yscale("log")
         finish(ax, title=INIT_LABELS[init], xlabel="layer l (0 = the input)", ylabel=SIDES[side][1], legend=False)
     for ax in axes[1:]:
