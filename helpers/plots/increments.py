@@ -19,7 +19,7 @@ def step_change_by_depth(runs, *, title: str):
     the number of blocks, one colour per rule, on log-log axes. Right: the same for the rules
     whose change stays moderate, divided by its value at the smallest depth, on linear axes,
     with the line ``N / N_0`` that growth in proportion to depth would follow."""
-    fig, (left, right) = new_figure(2, width=7.6, height=4.6)
+    fig, (left, right) = new_figure(2, width=6.8, height=4.8)
     depths = sorted({r.depth for r in runs})
     with house_style():
         for rule in dict.fromkeys(r.rule for r in runs):
