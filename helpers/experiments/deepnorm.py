@@ -20,7 +20,6 @@ The designs (:data:`DESIGNS`):
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,7 +145,7 @@ def early_updates(depth: int = 24, designs=("Post-LN", "DeepNorm", "Pre-LN", "Re
         architecture, lr, warmup = DESIGNS[design]
         mine = list(seeds[i * n_nets:(i + 1) * n_nets])
         nets = [make_net(architecture, depth, s) for s in mine]
-        before = [_outputs(copy.deepcopy(n), tokens) for n in nets]
+        before = [_outputs(n, tokens) for n in nets]  # a forward pass changes nothing
         fit_transformers_together(nets, task=TASK, steps=steps, lr=lr, warmup_steps=warmup, seeds=mine,
                                   batch_size=32, progress=False)
         changes = np.mean([_relative_change(b, _outputs(n, tokens)) for b, n in zip(before, nets)], axis=0)

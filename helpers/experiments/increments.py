@@ -28,6 +28,7 @@ from ..measure.increments import StepChange, one_step_change, probe_loss
 from ..models.mlp import DeepMLP
 from ..parallel import run_all
 from ..seeding import generator, isolated, seeds_of_run
+from .branch_scale import _stream_rms
 
 RULES = {"plain": "plain, y = f(x)", "1": "y = x + f(x)", "1/sqrt(N)": "y = x + f(x)/√N",
          "1/N": "y = x + f(x)/N"}
@@ -97,22 +98,13 @@ class IncrementRun:
         return np.mean([s.per_group for s in self.steps], axis=0)
 
 
-def _stream_rms(net: DeepMLP, x: torch.Tensor) -> list[float]:
-    with torch.no_grad():
-        h = net.stem_output(x)
-        sizes = [float(h.pow(2).mean().sqrt())]
-        for block in net.blocks:
-            h = block(h)
-            sizes.append(float(h.pow(2).mean().sqrt()))
-    return sizes
-
-
 def _measure(rule: str, depth: int, width: int, x: torch.Tensor, u: torch.Tensor, lr: float,
              inits: tuple[int, ...]) -> IncrementRun:
     steps, streams = [], []
     for init in inits:
         net = make_net(rule, depth, width, init)
-        streams.append(_stream_rms(net, x))
+        with torch.no_grad():
+            streams.append(_stream_rms(net, x))
         groups = [list(block.parameters()) for block in net.blocks]
         steps.append(one_step_change(net, lambda m: probe_loss(m(x), u), groups, lr))
     return IncrementRun(rule, depth, branch_scale(rule, depth), lr, tuple(steps), np.mean(streams, axis=0))
