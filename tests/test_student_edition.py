@@ -51,6 +51,18 @@ def test_plain_markdown_has_no_sphinx_left():
         plain_markdown("{download}`x`", glued={}, here="x.ipynb", bib=BIB, number=lambda: 1)
 
 
+def test_plain_markdown_refers_back_to_exercises_by_number():
+    labels, number = {}, iter(range(3, 100))
+    first = plain_markdown("```{exercise} A\n:label: ex-a\n\nDo it.\n```", glued={}, here="x.ipynb", bib=BIB,
+                           number=lambda: next(number), labels=labels)
+    later = plain_markdown("As in {ref}`ex-a` (or {ref}`that one <ex-a>`), build a {class}`~helpers.models.Net`.",
+                           glued={}, here="y.ipynb", bib=BIB, number=lambda: next(number), labels=labels)
+    assert first.startswith("> **Exercise 3: A**") and labels == {"ex-a": "Exercise 3"}
+    assert later == "As in Exercise 3 (or that one), build a `Net`."
+    with pytest.raises(ValueError, match="no exercise labelled 'ex-b'"):
+        plain_markdown("See {ref}`ex-b`.", glued={}, here="x.ipynb", bib=BIB, number=lambda: 1, labels=labels)
+
+
 @pytest.mark.slow
 @pytest.mark.coursework
 def test_student_edition_is_one_archive_without_solutions(student_archive):

@@ -10,7 +10,10 @@ student edition therefore rewrites each markdown cell:
 * ``{glue:text}`name:format``` (or ``notebook.ipynb::name:format``) becomes the number the
   site shows (seed 0, from the book's executed notebooks), formatted the same way;
 * ``{cite}`key``` becomes (Author et al. year), from ``book/references.bib``;
-* ``{func}``, ``{mod}`` become code; ``{term}`` its text; ``{numref}`` "the figure";
+* ``{func}``, ``{mod}``, ``{class}``, ``{meth}`` become code (``~a.b.c`` as ``c``, as Sphinx
+  shows it); ``{term}`` its text; ``{numref}`` "the figure";
+* ``{ref}`` to an exercise's label becomes "Exercise N" (the exercise must come first in reading
+  order, as it does when the text looks back at it); ``{ref}`text <label>``` becomes its text;
 * ``{doc}`` becomes a markdown link to the notebook beside it (titled as the site titles it)
   where that notebook is in ``titles``, and its text otherwise (the student edition holds no
   other pages).
@@ -64,15 +67,23 @@ def _quote(head: str, body: str) -> str:
 
 
 def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bib: Path,
-                   number: Callable[[], int], titles: dict[str, str] | None = None) -> str:
+                   number: Callable[[], int], titles: dict[str, str] | None = None,
+                   labels: dict[str, str] | None = None) -> str:
     """``text`` (one markdown cell of notebook ``here``, a file name) without Sphinx directives
     and roles; ``glued`` maps each notebook's file name to {glue name: text/plain value};
     ``number()`` gives the next exercise's number; ``titles`` maps the file names of the
-    notebooks in ``here``'s folder to their titles (for ``{doc}`` links)."""
+    notebooks in ``here``'s folder to their titles (for ``{doc}`` links); ``labels`` (shared
+    between calls, filled here) maps each exercise label met so far to "Exercise N" (for
+    ``{ref}``)."""
     titles = titles or {}
+    labels = {} if labels is None else labels
 
     def exercise(m: re.Match) -> str:
-        return _quote(f"**Exercise {number()}: {m['title'].strip()}**", m["body"])
+        head = f"Exercise {number()}"
+        label = re.search(r"^:label:\s*(\S+)", m["body"], re.M)
+        if label:
+            labels[label[1]] = head
+        return _quote(f"**{head}: {m['title'].strip()}**", m["body"])
 
     def role(m: re.Match) -> str:
         kind, body = m["role"], m["body"]
@@ -86,7 +97,14 @@ def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bi
         if kind == "cite":
             return "(" + "; ".join(citation(k.strip(), bib) for k in body.split(",")) + ")"
         if kind in ("func", "mod", "class", "meth"):
-            return f"`{body}`"
+            return f"`{body.rpartition('.')[2] if body.startswith('~') else body}`"
+        if kind == "ref":
+            explicit = re.fullmatch(r"(?P<text>.*?)\s*<(?P<target>[^>]*)>", body)
+            if explicit:
+                return explicit["text"]
+            if body not in labels:
+                raise ValueError(f"{{ref}}`{body}` in {here}: no exercise labelled {body!r} comes before it")
+            return labels[body]
         if kind == "term":
             return re.sub(r"\s*<[^>]*>$", "", body)
         if kind == "numref":

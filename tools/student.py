@@ -126,9 +126,11 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     glued, bib, count = _glued(root), root / "book" / "references.bib", iter(range(1, 10**6))
+    labels: dict[str, str] = {}
 
     def plain(text: str, here: str, titles: dict[str, str]) -> str:
-        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count), titles=titles)
+        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count), titles=titles,
+                              labels=labels)
 
     for chapter in dict.fromkeys(p.parent.name for p in toc_notebooks(root)):  # in reading order
         # nbgrader's release, from a course folder of its own: the instructor's class
