@@ -92,8 +92,9 @@ def test_the_growth_is_autograds_gradient_through_the_whole_stack():
 
 def test_no_branch_no_growth_and_the_aligned_growth_uses_the_measured_gains():
     zero, one = backward_growth([(0.0, 8), (1.0, 8)], width=32, vectors=4, seed=0)
-    np.testing.assert_allclose(zero.growth, 1.0)
-    np.testing.assert_allclose(zero.aligned, 1.0)
+    # 1 exactly in exact arithmetic; float32 norms round differently from one processor to the next
+    np.testing.assert_allclose(zero.growth, 1.0, rtol=1e-5)
+    np.testing.assert_allclose(zero.aligned, 1.0, rtol=1e-5)
     assert zero.gains.shape == (8,) and np.all(one.gains > 0)
     # the aligned growth is prod (1 + eps sqrt(q))^2: at least the growth when all gains are 1 or more
     per_layer = np.diff(one.log_aligned, axis=0)
