@@ -57,3 +57,19 @@ def test_the_room_for_later_chapters_counts_todays_chapters_once():
     est = extrapolate(record, chapters_now=3)
     allowed = ((3600 - 300) * 2 / 9 - 210) / 2
     assert est["claims_only_s_per_seed_allowed_per_later_chapter"] == pytest.approx(allowed, abs=0.05)
+
+
+def test_with_every_chapter_written_the_room_left_is_headroom():
+    """At five chapters nothing is extrapolated, and no later chapter shares the room."""
+    record = {
+        "machine": {"cores": 2},
+        "make_test_cold": {"make_test_s": 600.0, "fixtures": {"execute_notebooks_s": 300.0},
+                           "test_calls_by_file_s": {}},
+        "notebooks": {"claims_only": {"ch1": {"seconds": 200.0}, "ch5": {"seconds": 100.0}}},
+        "sweep_sample": {"seeds": 2, "wall_s": 330.0},
+    }
+    est = extrapolate(record, chapters_now=5)
+    assert est["make_test_cold_min"] == pytest.approx(10.0)
+    assert est["sweep_min"] == pytest.approx(9 * 330 / 2 / 60, abs=0.06)  # rounded to 0.1 min
+    assert est["claims_only_s_per_seed_left"] == pytest.approx((3600 - 600) / 0.55 / 9 - 300, abs=0.05)
+    assert est["claims_only_s_per_seed_allowed_per_later_chapter"] is None
