@@ -66,6 +66,29 @@ def test_a_claim_that_fails_for_a_later_seed_fails_the_sweep(tmp_path):
     assert len(failures) == 1 and "seed 7" in failures[0] and "the claim fails for seed 7" in failures[0]
 
 
+def test_every_sweep_run_starts_afresh_as_a_claims_only_run(tmp_path):
+    """Runs are forks of one server that has imported the libraries (not fresh kernels): each
+    must still see nothing a run before it left behind, run in its notebook's folder with the
+    sweep's settings, and stop at the first failing cell."""
+    (tmp_path / "data.txt").write_text("here")
+    path = _claim_notebook(tmp_path / "fresh.ipynb", "\n".join([
+        "import helpers, torch",
+        "assert 'LEFT_BEHIND' not in globals(), 'a variable survived from an earlier run'",
+        "assert torch.get_default_dtype() == torch.float32, 'the dtype an earlier run set survived'",
+        "LEFT_BEHIND = True",
+        "torch.set_default_dtype(torch.float64)",
+        "assert open('data.txt').read() == 'here'",
+        "assert helpers.environment.is_claims_only() and helpers.environment.is_static_build()",
+        "assert not helpers.environment.is_site_build()",
+        "assert helpers.default_seed() == SEED and torch.get_num_threads() >= 1"]))
+    stops = _claim_notebook(tmp_path / "stops.ipynb", "raise KeyError('first')")
+    stops_nb = nbformat.read(stops, as_version=4)
+    stops_nb.cells.append(nbformat.v4.new_code_cell("raise ValueError('second')"))
+    nbformat.write(stops_nb, stops)
+    failures = seed_failures([path, stops], [1, 2, 3], workers=1, root=tmp_path)
+    assert failures == [f"stops.ipynb, seed {s}: code cell 2: KeyError: 'first'" for s in (1, 2, 3)]
+
+
 def test_a_change_to_the_helpers_empties_the_cache(tmp_path, monkeypatch):
     path = _claim_notebook(tmp_path / "holds.ipynb", "assert SEED == 0")
     execute.execute_book([path], cache_path=tmp_path / "cache")

@@ -9,15 +9,25 @@ side on every core); it prints a table against the budget of 60 s a notebook. Wi
 ``--seeds`` only the claims are checked: every (notebook, seed) pair runs in one pool, one
 process each, explorations draw a single frame, figures are not rendered, and the exit
 status is 1 if any run fails (an assert, say).
+
+A sweep run is a fresh process, but not a fresh Jupyter kernel: starting a kernel and
+importing PyTorch, matplotlib and ``helpers`` cost 5-9 s on two cores, and the sweep makes
+over two hundred runs. So a server process imports them once (``multiprocessing``'s
+``forkserver`` with :data:`PRELOAD`) and every run is a fork of it that has run nothing yet,
+which executes the notebook's code cells in order in a new IPython shell (the shell a Jupyter
+kernel runs cells in) and stops at the first error, as ``nbclient`` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import multiprocessing.forkserver
 import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -35,6 +45,10 @@ CLAIMS_ONLY = {"COURSE_STATIC_BUILD": "1", "COURSE_CLAIMS_ONLY": "1", "COURSE_WO
                "MPLBACKEND": "agg"}
 COURSE_VARIABLES = ("COURSE_STATIC_BUILD", "COURSE_SITE", "COURSE_CLAIMS_ONLY", "COURSE_WORKERS", "COURSE_SEED",
                     "MPLBACKEND")
+# What every notebook imports, loaded once by the sweep's server process (see the module's docstring).
+PRELOAD = ["IPython", "numpy", "torch", "matplotlib.pyplot", "helpers", "helpers.data", "helpers.experiments",
+           "helpers.grading", "helpers.measure", "helpers.models", "helpers.plots", "helpers.training",
+           "helpers.widgets"]
 
 
 def chapter_notebooks(chapter: int | None = None, root: Path = ROOT) -> list[Path]:
@@ -48,18 +62,15 @@ def chapter_notebooks(chapter: int | None = None, root: Path = ROOT) -> list[Pat
     return chosen
 
 
-def execute(path: Path, seed: int | None = None, *, claims_only: bool = False,
-            learner: bool = False) -> tuple[float, str | None]:
+def execute(path: Path, seed: int | None = None, *, learner: bool = False) -> tuple[float, str | None]:
     """Run ``path`` top to bottom in a fresh kernel; return (seconds, error or None).
 
     ``learner``: as in JupyterLab (progress bars, runs side by side); otherwise as the site
-    build runs it. ``claims_only``: only the asserts matter (see :data:`CLAIMS_ONLY`).
+    build runs it. (The sweep's claims-only runs are :func:`run_cells`.)
     """
     env = {k: v for k, v in os.environ.items() if k not in COURSE_VARIABLES}
     if not learner:
         env["COURSE_STATIC_BUILD"] = "1"
-    if claims_only:
-        env.update(CLAIMS_ONLY)
     if seed is not None:
         env["COURSE_SEED"] = str(seed)
     nb = nbformat.read(path, as_version=4)
@@ -73,18 +84,72 @@ def execute(path: Path, seed: int | None = None, *, claims_only: bool = False,
     return time.perf_counter() - start, error
 
 
+def run_cells(path: Path, seed: int) -> tuple[float, str | None]:
+    """Run ``path``'s code cells in order in a new IPython shell in this process, claims only,
+    with ``$COURSE_SEED`` = ``seed`` and the notebook's folder as the working directory;
+    return (seconds, ``"ErrorName: message"`` of the first failing cell or None).
+
+    Meant for a process of its own (the sweep forks one per run): it changes the process's
+    environment, working directory and output, and leaves its variables behind."""
+    os.environ.update(CLAIMS_ONLY, COURSE_SEED=str(seed))
+    os.environ.pop("COURSE_SITE", None)
+    import matplotlib
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    matplotlib.use("agg")
+    from matplotlib import pyplot
+    config = Config()
+    config.HistoryManager.enabled = False  # no history database written by runs side by side
+    nb = nbformat.read(path, as_version=4)
+    os.chdir(path.parent)
+    # What the cells print or display goes nowhere: only the first error is kept.
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        os.dup2(devnull.fileno(), 2)
+    shell = InteractiveShell.instance(config=config)
+    start = time.perf_counter()
+    for number, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        result = shell.run_cell(cell.source, store_history=False)
+        pyplot.close("all")  # as Jupyter's inline backend does after each cell
+        if not result.success:
+            error = result.error_before_exec or result.error_in_exec
+            return time.perf_counter() - start, f"code cell {number}: {type(error).__name__}: {error}"
+    return time.perf_counter() - start, None
+
+
 def _seed_run(args):
     path, seed = args
-    return path, seed, *execute(path, seed=seed, claims_only=True)
+    return path, seed, *run_cells(path, seed)
+
+
+@contextmanager
+def _forkserver():
+    """The ``forkserver`` context with :data:`PRELOAD` (its server starts with the sweep's
+    environment, so that matplotlib, say, is imported with the same settings as in a run)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    saved = dict(os.environ)
+    os.environ.update(CLAIMS_ONLY)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    yield context
 
 
 def seed_failures(paths, seed_list, workers: int | None = None, root: Path = ROOT) -> list[str]:
     """Run every (notebook, seed) pair, claims only, ``workers`` at a time (default: one per
-    core); print a line per run and return one line per run whose claims did not hold."""
-    jobs = [(Path(p), s) for s in seed_list for p in paths]
+    core), each in a fresh process (:func:`run_cells`); print a line per run and return one
+    line per run whose claims did not hold."""
+    jobs = [(Path(p).resolve(), s) for s in seed_list for p in paths]
     workers = workers or available_cores()
     failures = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with _forkserver() as context, ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                                       max_tasks_per_child=1) as pool:
         for path, seed, seconds, error in pool.map(_seed_run, jobs):
             name = path.relative_to(root) if path.is_relative_to(root) else path
             status = "ok" if error is None else f"FAILED: {error}"
@@ -95,10 +160,19 @@ def seed_failures(paths, seed_list, workers: int | None = None, root: Path = ROO
 
 
 def timings(paths, *, claims_only: bool = False, learner: bool = True) -> dict[str, dict]:
-    """{notebook: {"seconds": ..., "error": ...}}, one notebook after another, printed as they finish."""
+    """{notebook: {"seconds": ..., "error": ...}}, one notebook after another, printed as they finish.
+
+    ``claims_only``: each run as the sweep makes it (:func:`run_cells`, seed 0), alone."""
     rows = {}
+    if claims_only:
+        with _forkserver() as context, ProcessPoolExecutor(max_workers=1, mp_context=context,
+                                                           max_tasks_per_child=1) as pool:
+            runs = list(pool.map(_seed_run, [(Path(p).resolve(), 0) for p in paths]))
     for path in paths:
-        seconds, error = execute(path, claims_only=claims_only, learner=learner)
+        if claims_only:
+            _, _, seconds, error = runs.pop(0)
+        else:
+            seconds, error = execute(path, learner=learner)
         name = str(path.relative_to(ROOT))
         rows[name] = {"seconds": round(seconds, 1), "error": error}
         over = "  OVER BUDGET" if seconds > BUDGET_S and not claims_only else ""
