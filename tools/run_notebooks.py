@@ -87,7 +87,8 @@ def execute(path: Path, seed: int | None = None, *, learner: bool = False) -> tu
 def run_cells(path: Path, seed: int) -> tuple[float, str | None]:
     """Run ``path``'s code cells in order in a new IPython shell in this process, claims only,
     with ``$COURSE_SEED`` = ``seed`` and the notebook's folder as the working directory;
-    return (seconds, ``"ErrorName: message"`` of the first failing cell or None).
+    return (seconds, None) or, at the first failing cell, (seconds, ``"code cell N: ErrorName: message"``)
+    with N the cell's index in the notebook.
 
     Meant for a process of its own (the sweep forks one per run): it changes the process's
     environment, working directory and output, and leaves its variables behind."""
