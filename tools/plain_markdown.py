@@ -59,6 +59,10 @@ def glued_text(value: str, spec: str) -> str:
         return value.strip("'\"")
 
 
+# A role's body that names its link text and its target: ``text <target>``.
+EXPLICIT_TARGET = re.compile(r"(?P<text>.*?)\s*<(?P<target>[^>]*)>")
+
+
 def _quote(head: str, body: str) -> str:
     lines = [line for line in body.splitlines() if not OPTION.match(line)]
     while lines and not lines[0].strip():
@@ -99,7 +103,7 @@ def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bi
         if kind in ("func", "mod", "class", "meth"):
             return f"`{body.rpartition('.')[2] if body.startswith('~') else body}`"
         if kind == "ref":
-            explicit = re.fullmatch(r"(?P<text>.*?)\s*<(?P<target>[^>]*)>", body)
+            explicit = EXPLICIT_TARGET.fullmatch(body)
             if explicit:
                 return explicit["text"]
             if body not in labels:
@@ -110,7 +114,7 @@ def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bi
         if kind == "numref":
             return "the figure"
         if kind == "doc":
-            explicit = re.fullmatch(r"(?P<text>.*?)\s*<(?P<target>[^>]*)>", body)
+            explicit = EXPLICIT_TARGET.fullmatch(body)
             target = explicit["target"] if explicit else body
             name = Path(target).name + ".ipynb"
             if name not in titles:

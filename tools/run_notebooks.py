@@ -27,7 +27,6 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -126,10 +125,11 @@ def _seed_run(args):
     return path, seed, *run_cells(path, seed)
 
 
-@contextmanager
-def _forkserver():
-    """The ``forkserver`` context with :data:`PRELOAD` (its server starts with the sweep's
-    environment, so that matplotlib, say, is imported with the same settings as in a run)."""
+def _claims_runs(jobs, workers: int):
+    """(path, seed, seconds, error) of :func:`run_cells` for each (path, seed) of ``jobs``, in
+    order, ``workers`` at a time, each run a fork of a ``forkserver`` with :data:`PRELOAD` (its
+    server starts with the sweep's environment, so that matplotlib, say, is imported with the
+    same settings as in a run)."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     saved = dict(os.environ)
@@ -139,7 +139,8 @@ def _forkserver():
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    yield context
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1) as pool:
+        yield from pool.map(_seed_run, jobs)
 
 
 def seed_failures(paths, seed_list, workers: int | None = None, root: Path = ROOT) -> list[str]:
@@ -149,14 +150,12 @@ def seed_failures(paths, seed_list, workers: int | None = None, root: Path = ROO
     jobs = [(Path(p).resolve(), s) for s in seed_list for p in paths]
     workers = workers or available_cores()
     failures = []
-    with _forkserver() as context, ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                       max_tasks_per_child=1) as pool:
-        for path, seed, seconds, error in pool.map(_seed_run, jobs):
-            name = path.relative_to(root) if path.is_relative_to(root) else path
-            status = "ok" if error is None else f"FAILED: {error}"
-            print(f"{name} seed {seed}: {seconds:6.1f} s  {status}", flush=True)
-            if error is not None:
-                failures.append(f"{name}, seed {seed}: {error}")
+    for path, seed, seconds, error in _claims_runs(jobs, workers):
+        name = path.relative_to(root) if path.is_relative_to(root) else path
+        status = "ok" if error is None else f"FAILED: {error}"
+        print(f"{name} seed {seed}: {seconds:6.1f} s  {status}", flush=True)
+        if error is not None:
+            failures.append(f"{name}, seed {seed}: {error}")
     return failures
 
 
@@ -165,13 +164,10 @@ def timings(paths, *, claims_only: bool = False, learner: bool = True) -> dict[s
 
     ``claims_only``: each run as the sweep makes it (:func:`run_cells`, seed 0), alone."""
     rows = {}
-    if claims_only:
-        with _forkserver() as context, ProcessPoolExecutor(max_workers=1, mp_context=context,
-                                                           max_tasks_per_child=1) as pool:
-            runs = list(pool.map(_seed_run, [(Path(p).resolve(), 0) for p in paths]))
+    runs = _claims_runs([(Path(p).resolve(), 0) for p in paths], workers=1) if claims_only else None
     for path in paths:
         if claims_only:
-            _, _, seconds, error = runs.pop(0)
+            _, _, seconds, error = next(runs)
         else:
             seconds, error = execute(path, learner=learner)
         name = str(path.relative_to(ROOT))
