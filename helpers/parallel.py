@@ -4,7 +4,10 @@ The course's nets are tiny, so one PyTorch thread per run is fastest
 (:func:`helpers.seeding.seed_everything`); a second core is better used for a second run.
 :func:`run_all` calls ``fn(**job)`` for every job, in worker processes when more than one
 core is free, and returns the results in the order of ``jobs``. Every job that trains
-seeds itself, so the results are the same, bit for bit, in parallel or one after another.
+seeds itself and runs on one PyTorch thread (in a worker or here), so the results are the
+same, bit for bit, in parallel or one after another. How an experiment is split into jobs
+is the experiment's choice and never depends on the number of workers or cores: the
+machine decides only how many jobs run at once.
 
 Workers are started with ``spawn`` (the default on Windows and macOS), which works from a
 Jupyter kernel as long as ``fn`` lives in an importable module (a ``helpers`` function,
@@ -23,6 +26,7 @@ import pickle
 import signal
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
 import torch
 from tqdm.auto import tqdm
@@ -58,6 +62,20 @@ def _init_worker() -> None:
     their current job instead of dying with a traceback."""
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def one_thread():
+    """Run the body with one PyTorch thread, as every worker does, and restore the caller's count.
+
+    A job run here must give the numbers it gives in a worker: with several threads, PyTorch
+    may split a matrix product's sums differently, and they round differently."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 _pool: ProcessPoolExecutor | None = None
@@ -111,9 +129,10 @@ def run_all(fn, jobs, *, workers: int | None = None, progress: bool | None = Non
     results: list = [None] * len(jobs)
     with tqdm(total=len(jobs), desc=description, disable=not show, leave=False) as bar:
         if workers == 1:
-            for i, job in enumerate(jobs):
-                results[i] = fn(**job)
-                bar.update()
+            with one_thread():  # as in a worker, so that a job's numbers do not depend on where it ran
+                for i, job in enumerate(jobs):
+                    results[i] = fn(**job)
+                    bar.update()
             return results
         pool = _executor(workers)
         futures: dict = {}

@@ -26,6 +26,27 @@ def test_degradation_result_does_not_depend_on_the_number_of_workers():
         assert (one.curves[key] == two.curves[key]).all()
 
 
+def test_four_workers_from_the_environment_give_the_same_numbers_as_one(monkeypatch):
+    """More workers than cores (COURSE_WORKERS=4 on a 2-core machine) and one worker in a
+    process with several PyTorch threads: the same nets, the same numbers, bit for bit."""
+    import torch
+
+    data = helpers.data.digits()
+    args = dict(depths=(4, 6, 8), seeds=(1,), lrs=(0.01, 0.02, 0.05), epochs=1, progress=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        one = run_degradation(data, workers=1, **args)
+        assert torch.get_num_threads() == 2  # the caller's thread count is put back
+    finally:
+        torch.set_num_threads(before)
+    monkeypatch.setenv("COURSE_WORKERS", "4")
+    four = run_degradation(data, **args)
+    for key in one.train_error:
+        assert (one.train_error[key] == four.train_error[key]).all()
+        assert (one.test_error[key] == four.test_error[key]).all()
+
+
 def test_a_failing_job_raises_here():
     with pytest.raises(ValueError, match="n"):
         run_all(path_length_counts, [dict(n=2), dict(n=0)], workers=2, progress=False)
