@@ -3,14 +3,16 @@
 #   make test   run every test for seed 0: lint, unit tests, every notebook's claims, the site
 #               build, the browser checks and a learner's Run All in JupyterLab
 # and what CI adds (.ci/run):
-#   make sweep  every notebook's claims for seeds 1-9 (CHAPTER=N for one chapter, NOTEBOOK=text
-#               for the notebooks whose name contains it, SEEDS=1-9)
+#   make sweep-changed  every notebook's claims for seeds 1-9, except those benchmarks/sweep.json
+#               vouches for (unchanged since their seeds held); make sweep runs them all
+#               (CHAPTER=N for one chapter, NOTEBOOK=text for the notebooks whose name contains it, SEEDS=1-9)
 #   make test-coursework  a graded class, the student edition, the PDF, the site without solutions
 #   make test-install  the student edition installed into a clean venv and run (about 2 minutes)
 #
 # Each notebook is executed once per seed: tools/execute.py runs them side by side into
 # _build/.jupyter_cache, and the site build (in `make site` and `make test` alike) reads them
-# from there. A notebook runs again only when its code cells or the helpers package change.
+# from there. A notebook runs again only when its code cells, or a helpers file that its last run
+# loaded, or the pins change (tools/fingerprints.py).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -22,7 +24,7 @@ NOTEBOOK ?=
 SEEDS ?= 1-9
 PYTEST := $(BIN)/python -m pytest -ra
 
-.PHONY: site site-no-solutions audit test sweep test-fast test-coursework test-install lint benchmark pdf student grade lab serve clean
+.PHONY: site site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student grade lab serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +44,11 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(PYTEST) -m "not sweep and not coursework" tests
 
-sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9)
+sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9); records them
 	CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
+
+sweep-changed: $(STAMP) ## as sweep, but takes from benchmarks/sweep.json every notebook unchanged since its seeds held (CI)
+	CHANGED=1 CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
 
 test-fast: $(STAMP)   ## unit tests only (no notebook execution, site build or browser)
 	$(PYTEST) -m "not slow and not sweep and not coursework" tests
@@ -53,6 +58,9 @@ test-coursework: $(STAMP) ## what an instructor hands out or collects: a graded 
 
 test-install: $(STAMP) ## the student edition, installed with its README's command into a clean venv, runs
 	$(PYTEST) -m install tests
+
+speed: $(STAMP)       ## this machine's speed index (tools/speed_index.py): read timings against it
+	$(BIN)/python tools/speed_index.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

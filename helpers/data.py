@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ._checks import choice, positive_int, real_number
+from .provenance import PACKAGE, package_file
 from .seeding import generator
 
 
@@ -35,7 +36,7 @@ class DataSplit:
         return int(torch.cat([self.y_train, self.y_test]).max()) + 1
 
 
-BUNDLED_DIGITS = Path(__file__).with_name("digits.npz")
+BUNDLED_DIGITS = PACKAGE / "digits.npz"
 DEFAULT_SPLIT = {"test_size": 0.25, "split_seed": 0}
 
 
@@ -73,7 +74,7 @@ def digits(test_size: float = 0.25, split_seed: int = 0) -> DataSplit:
         raise ValueError(f"test_size must be < 1, got {test_size}")
     positive_int("split_seed", split_seed, minimum=0)
     if {"test_size": test_size, "split_seed": split_seed} == DEFAULT_SPLIT:
-        with np.load(BUNDLED_DIGITS) as bundle:
+        with np.load(package_file(BUNDLED_DIGITS.name)) as bundle:  # recorded as read (helpers.provenance)
             raw = {k: bundle[k] for k in bundle.files}
     else:
         raw = raw_digits_split(test_size, split_seed)

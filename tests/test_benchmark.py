@@ -73,3 +73,35 @@ def test_with_every_chapter_written_the_room_left_is_headroom():
     assert est["sweep_min"] == pytest.approx(9 * 330 / 2 / 60, abs=0.06)  # rounded to 0.1 min
     assert est["claims_only_s_per_seed_left"] == pytest.approx((3600 - 600) / 0.55 / 9 - 300, abs=0.05)
     assert est["claims_only_s_per_seed_allowed_per_later_chapter"] is None
+
+
+def test_ci_with_one_chapter_changed_sweeps_only_that_chapter_and_budgets_are_in_reference_seconds():
+    from benchmark import ci_scenarios
+
+    record = {
+        "machine": {"cores": 2, "speed_index": 0.5},  # half as fast as the reference machine
+        "notebooks": {"claims_only": {"book/ch1/01.ipynb": {"seconds": 100.0}, "book/ch1/02.ipynb": {"seconds": 50.0},
+                                      "book/ch2/01.ipynb": {"seconds": 30.0}}},
+        "five_chapters_estimate": {"make_test_cold_min": 10.0, "coursework_and_install_min": 5.0,
+                                   "sweep_wall_s_per_claims_only_s": 0.5},
+    }
+    ci = ci_scenarios(record, installs_s=60.0)
+    fixed = 60 + 900
+    assert ci["ci_every_notebook_swept_min"] == pytest.approx((fixed + 9 * 0.5 * 180) / 60, abs=0.05)
+    assert ci["the_costliest_chapter"] == "ch1"
+    assert ci["ci_one_chapter_changed_min"] == pytest.approx((fixed + 9 * 0.5 * 150) / 60, abs=0.05)
+    assert ci["ci_nothing_changed_min"] == pytest.approx(fixed / 60, abs=0.05)
+    # On a machine half as fast, a minute here is half a reference minute.
+    assert ci["ci_every_notebook_swept_reference_min"] == pytest.approx(ci["ci_every_notebook_swept_min"] / 2,
+                                                                        abs=0.06)
+    assert ci["ci_one_chapter_changed_budget_reference_min"] == 40
+
+
+def test_the_speed_index_is_the_reference_time_over_this_machines():
+    from speed_index import REFERENCE_S, normalised, speed_index
+
+    assert speed_index(REFERENCE_S) == pytest.approx(1.0)
+    assert speed_index(REFERENCE_S / 2) == pytest.approx(2.0)
+    assert normalised(30.0, 2.0) == 60.0  # 30 s on a machine twice as fast: 60 reference seconds
+    with pytest.raises(ValueError, match="seconds must be positive"):
+        speed_index(0.0)

@@ -89,14 +89,6 @@ def test_every_sweep_run_starts_afresh_as_a_claims_only_run(tmp_path):
     assert failures == [f"stops.ipynb, seed {s}: code cell 2: KeyError: 'first'" for s in (1, 2, 3)]
 
 
-def test_a_change_to_the_helpers_empties_the_cache(tmp_path, monkeypatch):
-    path = _claim_notebook(tmp_path / "holds.ipynb", "assert SEED == 0")
-    execute.execute_book([path], cache_path=tmp_path / "cache")
-    assert execute.read_cache(tmp_path / "cache").get_cached_project_nb(str(path.resolve())) is not None
-    monkeypatch.setattr(execute, "fingerprint", lambda root=ROOT: "helpers changed")
-    assert execute.open_cache(tmp_path / "cache").list_cache_records() == []
-
-
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_every_solution_passes_its_checker_and_the_page_does_not_say_so(executed, notebook):
     """On the site the hidden solutions fill the exercises: each must pass its checker (the

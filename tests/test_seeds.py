@@ -1,11 +1,15 @@
 """Robust, not lucky: every notebook's asserted claims must also hold for COURSE_SEED = 1..9.
 
 Seed 0 is checked by ``make test`` (``tests/test_notebooks.py``, the book's one execution).
-This sweep is ``make sweep`` (run by CI after ``make test``); ``CHAPTER=3`` limits it to one
-chapter, ``NOTEBOOK=residual_block`` to the notebooks whose file name contains that text,
-and ``SEEDS=1-9`` (the default) sets the seeds. Every seed draws its own nets (a run
-with three nets uses seeds 3s, 3s+1, 3s+2; :func:`helpers.seeding.seeds_of_run`), so ten
-seeds are ten independent checks.
+This sweep is ``make sweep``; ``CHAPTER=3`` limits it to one chapter, ``NOTEBOOK=residual_block``
+to the notebooks whose file name contains that text, and ``SEEDS=1-9`` (the default) sets the
+seeds. Every seed draws its own nets (a run with three nets uses seeds 3s, 3s+1, 3s+2;
+:func:`helpers.seeding.seeds_of_run`), so ten seeds are ten independent checks.
+
+``make sweep-changed`` (``CHANGED=1``, what CI runs) takes from ``benchmarks/sweep.json``
+every notebook whose claims held for these seeds and whose code cells, loaded ``helpers``
+files, pins, Python and settings are unchanged since, and sweeps the rest. Either way the
+seeds that held are written into the record (``tools/fingerprints.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pytest
 from helpers.toc import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
-from run_notebooks import chapter_notebooks, parse_seeds, seed_failures  # noqa: E402
+from run_notebooks import chapter_notebooks, parse_seeds, sweep_and_record  # noqa: E402
 
 pytestmark = pytest.mark.sweep
 
@@ -28,7 +32,8 @@ def test_claims_hold_for_later_seeds():
     chapter = os.environ.get("CHAPTER", "").strip()
     seeds = parse_seeds(os.environ.get("SEEDS", "1-9"))
     only = os.environ.get("NOTEBOOK", "").strip()
+    changed = os.environ.get("CHANGED", "").strip() in {"1", "yes", "true"}
     notebooks = [p for p in chapter_notebooks(int(chapter) if chapter else None) if only in p.name]
     assert notebooks, f"no notebook of chapter {chapter or 'any'} has {only!r} in its name"
-    failures = seed_failures(notebooks, seeds)
+    failures = sweep_and_record(notebooks, seeds, changed_only=changed)
     assert not failures, "claims that did not hold:\n" + "\n".join(failures)

@@ -3,67 +3,120 @@
     python tools/execute.py            # every notebook in _toc.yml, seed 0; exit 1 if one fails
     python tools/execute.py --build    # then the site, from the cache (`make site`)
 
-This is the one execution of each notebook that ``make site`` and ``make test`` share.
-It uses jupyter-cache (the cache that jupyter-book's ``execute_notebooks: cache`` reads)
-and its ``local-parallel`` executor, one notebook per CPU core. A notebook whose cell
-raises (a claim's ``assert``, say) is not cached, and its traceback is kept in the
-cache's project records; the site build then executes it again and fails with it.
+This is the one execution of each notebook that ``make site`` and ``make test`` share. It
+fills jupyter-cache (the cache that jupyter-book's ``execute_notebooks: cache`` reads), one
+notebook per CPU core, each in a fresh kernel. A notebook whose cell raises (a claim's
+``assert``, say) is not cached, and its traceback is kept in the cache's project records; the
+site build then executes it again and fails with it.
 
-jupyter-cache keys an executed notebook by its code cells only, so a change to the
-``helpers`` package would otherwise leave stale results in the cache. The cache is
-therefore stamped with a fingerprint of everything outside the notebook that a run
-depends on (the ``helpers`` sources, the pinned requirements and the Python version) and
-emptied when that fingerprint changes. The kernels' environment is fixed
-(:data:`SITE_ENVIRONMENT`), so a variable set in the caller's shell cannot leak in.
+jupyter-cache keys an executed notebook by its code cells only. What else a run depended on
+is asked of the run itself: when its last cell has run, the kernel reports the ``helpers``
+modules and package data it loaded (:func:`helpers.provenance.loaded_files`), and the cache
+record keeps their digests (``tools/fingerprints.py``). When the cache is opened, a record
+is dropped when one of its files, the pins, the Python version or the settings changed, and
+only then: a change to a chapter-5 helper re-executes the notebooks that loaded it, not the
+book. The kernels' environment is fixed (:data:`SITE_ENVIRONMENT`), so a variable set in the
+caller's shell cannot leak in.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import logging
+import ast
 import os
 import shutil
 import subprocess
 import sys
 import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from fingerprints import Dependencies  # noqa: E402
+
+from helpers.parallel import available_cores  # noqa: E402
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
 CACHE = ROOT / "_build" / ".jupyter_cache"  # jupyter-book's default cache for ``jupyter-book build .``
-FINGERPRINT_FILE = "course-fingerprint"
 TIMEOUT = 600  # seconds per cell; a notebook's budget is 60 s in all
 # The environment of a site build's kernels: seed 0, no progress bars, checkers that show what they
 # test (not the hidden solution's result), every run in the kernel's own process (the notebooks
 # run side by side instead; results are the same bit for bit).
 SITE_ENVIRONMENT = {"COURSE_STATIC_BUILD": "1", "COURSE_SITE": "1", "COURSE_SEED": "0", "COURSE_WORKERS": "1"}
+# Asked of a kernel after its notebook's last cell: what the run loaded.
+LOADED_FILES = "__import__('helpers.provenance', fromlist=['loaded_files']).loaded_files()"
 
 
-def fingerprint(root: Path = ROOT) -> str:
-    """SHA-256 of what a notebook's outputs depend on besides its own code cells."""
-    digest = hashlib.sha256()
-    files = sorted((root / "helpers").rglob("*.py")) + [root / "requirements.txt"]
-    for path in files:
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    digest.update(repr(sorted(SITE_ENVIRONMENT.items())).encode())
-    digest.update(sys.version.encode())
-    return digest.hexdigest()
+class RecordingClient(NotebookClient):
+    """An nbclient that, once the notebook's last cell has run, asks the kernel which ``helpers``
+    files the run loaded (a silent request: no cell, no output, no execution count)."""
+
+    loaded_files: list[str] | None = None
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        result = await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        if cell_index == len(self.nb.cells) - 1:
+            msg_id = self.kc.execute("", silent=True, store_history=False, user_expressions={"files": LOADED_FILES})
+            reply = await self.async_wait_for_reply(msg_id)
+            answer = reply["content"]["user_expressions"]["files"]
+            if answer.get("status") != "ok":
+                raise RuntimeError(f"the kernel could not say what it loaded: {answer}")
+            self.loaded_files = ast.literal_eval(answer["data"]["text/plain"])
+        return result
 
 
-def open_cache(path: Path = CACHE):
-    """The jupyter-cache at ``path``, emptied first if it was filled by other code or settings."""
+def execute_one(path: str, env: dict) -> dict:
+    """Run the notebook at ``path`` in a fresh kernel with environment ``env``; return
+    ``{"nb", "seconds", "files", "error"}`` (``error`` a traceback, or None)."""
+    nb = nbformat.read(path, as_version=4)
+    client = RecordingClient(nb, timeout=TIMEOUT, kernel_name="python3", allow_errors=False, record_timing=False,
+                             resources={"metadata": {"path": str(Path(path).parent)}})
+    start = time.perf_counter()
+    error = None
+    try:
+        client.execute(env=env)  # the kernel's whole environment
+    except (CellExecutionError, CellTimeoutError):
+        error = traceback.format_exc()
+    return {"nb": nb, "seconds": time.perf_counter() - start, "files": client.loaded_files, "error": error}
+
+
+def drop_stale(cache, root: Path = ROOT) -> dict[str, str]:
+    """Remove every cached run whose recorded files, pins, Python or settings changed (or that
+    has no record of them); return ``{notebook: why}`` for each one removed."""
+    dropped = {}
+    for record in cache.list_cache_records():
+        data = record.data or {}
+        uri = record.uri
+        if "course_dependencies" not in data:
+            why = "no record of what it loaded"
+        elif not Path(uri).is_file():
+            why = "the notebook is gone"
+        else:
+            then = Dependencies(**data["course_dependencies"])
+            why = "; ".join(then.changes(then.now(Path(uri), SITE_ENVIRONMENT, root)))
+        if why:
+            cache.remove_cache(record.pk)
+            dropped[uri] = why
+    return dropped
+
+
+def open_cache(path: Path = CACHE, root: Path = ROOT):
+    """The jupyter-cache at ``path``, without the runs that are stale (:func:`drop_stale`)."""
     cache = read_cache(path)
-    stamp = Path(path) / FINGERPRINT_FILE
-    current = fingerprint()
-    if not stamp.exists() or stamp.read_text() != current:
-        cache.clear_cache()
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(current)
+    for uri, why in drop_stale(cache, root).items():
+        print(f"re-executing {_name(uri, root)}: {why}", flush=True)
     return cache
+
+
+def _name(uri, root: Path = ROOT) -> str:
+    path = Path(uri)
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def read_cache(path: Path = CACHE):
@@ -73,24 +126,34 @@ def read_cache(path: Path = CACHE):
     return get_cache(str(path))
 
 
-def execute_book(notebooks=None, cache_path: Path = CACHE) -> dict[Path, str | None]:
+def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) -> dict[Path, str | None]:
     """Execute every notebook not already cached; return {notebook: None, or its error}.
 
     Runs with :data:`SITE_ENVIRONMENT` (seed 0, as the site shows it), one notebook per
-    CPU core. A notebook already in the cache for the current fingerprint is not re-run.
+    CPU core. A notebook already in the cache, with nothing it loaded changed, is not re-run.
     """
-    from jupyter_cache.executors import load_executor
+    from jupyter_cache.base import CacheBundleIn
+    from jupyter_cache.cache.db import NbProjectRecord
 
-    notebooks = [Path(p).resolve() for p in (notebooks or toc_notebooks(ROOT))]
-    cache = open_cache(cache_path)
+    notebooks = [Path(p).resolve() for p in (notebooks or toc_notebooks(root))]
+    cache = open_cache(cache_path, root)
     for path in notebooks:
         cache.add_nb_to_project(str(path))
-    logger = logging.getLogger("course.execute")
-    logger.setLevel(logging.INFO)  # jupyter-cache then reports one line per notebook, not every worker event
     stale = [path for path in notebooks if cache.get_cached_project_nb(str(path)) is None]
-    executor = load_executor("local-parallel", cache, logger=logger)
-    with site_environment():  # the kernels inherit this process's environment
-        executor.run_and_cache(filter_uris=[str(p) for p in notebooks], timeout=TIMEOUT, allow_errors=False)
+    env = _without_claims_only_switches(os.environ)
+    with ProcessPoolExecutor(max_workers=max(1, min(available_cores(), len(stale)))) as pool:
+        runs = {path: pool.submit(execute_one, str(path), env) for path in stale}
+        for path, future in runs.items():
+            run = future.result()
+            NbProjectRecord.set_traceback(str(path), run["error"], cache.db)
+            if run["error"] is None:
+                deps = Dependencies.of_run(path, run["files"], SITE_ENVIRONMENT, root)
+                cache.cache_notebook_bundle(
+                    CacheBundleIn(run["nb"], str(path), data={"execution_seconds": run["seconds"],
+                                                              "course_dependencies": deps.as_dict()}),
+                    check_validity=False, overwrite=True)
+            status = "ok" if run["error"] is None else "FAILED"
+            print(f"executed {_name(path, root)} in {run['seconds']:.1f} s: {status}", flush=True)
     # Sphinx re-reads a page only when its source file is newer than its last build: mark each
     # notebook that was just run, so that `make site` shows its new outputs (after a change to
     # `helpers`, say) without re-reading the whole book.
@@ -156,7 +219,6 @@ def main(argv=None) -> int:
     parser.add_argument("--build", action="store_true",
                         help="then build the site from the cache (build_book), as `make site` does")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
     start = time.perf_counter()
     errors = execute_book(args.notebooks or None)
     for path, error in errors.items():

@@ -3,12 +3,15 @@
     python tools/run_notebooks.py                      # seconds per notebook, as a learner runs it
     python tools/run_notebooks.py --seeds 1-9          # the seed sweep: claims only, every notebook
     python tools/run_notebooks.py --seeds 1-9 --chapter 3
+    python tools/run_notebooks.py --seeds 1-9 --changed  # only what changed since benchmarks/sweep.json
 
 The timing runs each notebook as a learner's "Run All" does (progress bars on, runs side by
 side on every core); it prints a table against the budget of 60 s a notebook. With
 ``--seeds`` only the claims are checked: every (notebook, seed) pair runs in one pool, one
 process each, explorations draw a single frame, figures are not rendered, and the exit
-status is 1 if any run fails (an assert, say).
+status is 1 if any run fails (an assert, say). A sweep writes, for every notebook whose claims
+held, what its runs loaded and the seeds into ``benchmarks/sweep.json`` (``tools/fingerprints.py``);
+``--changed`` sweeps only the notebooks that record cannot vouch for, and says why.
 
 A sweep run is a fresh process, but not a fresh Jupyter kernel: starting a kernel and
 importing PyTorch, matplotlib and ``helpers`` cost 5-9 s on two cores, and the sweep makes
@@ -34,6 +37,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 from helpers.parallel import available_cores  # noqa: E402
 from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
@@ -45,9 +49,9 @@ CLAIMS_ONLY = {"COURSE_STATIC_BUILD": "1", "COURSE_CLAIMS_ONLY": "1", "COURSE_WO
 COURSE_VARIABLES = ("COURSE_STATIC_BUILD", "COURSE_SITE", "COURSE_CLAIMS_ONLY", "COURSE_WORKERS", "COURSE_SEED",
                     "MPLBACKEND")
 # What every notebook imports, loaded once by the sweep's server process (see the module's docstring).
-PRELOAD = ["IPython", "numpy", "torch", "matplotlib.pyplot", "helpers", "helpers.data", "helpers.experiments",
-           "helpers.grading", "helpers.measure", "helpers.models", "helpers.plots", "helpers.training",
-           "helpers.widgets"]
+# Only ``helpers`` itself of the course's package: a module the server loaded would be in every run's
+# record of what it loaded (helpers.provenance), so each run imports the modules it uses.
+PRELOAD = ["IPython", "numpy", "torch", "matplotlib.pyplot", "tqdm.auto", "ipywidgets", "helpers"]
 
 
 def chapter_notebooks(chapter: int | None = None, root: Path = ROOT) -> list[Path]:
@@ -83,11 +87,12 @@ def execute(path: Path, seed: int | None = None, *, learner: bool = False) -> tu
     return time.perf_counter() - start, error
 
 
-def run_cells(path: Path, seed: int) -> tuple[float, str | None]:
+def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
     """Run ``path``'s code cells in order in a new IPython shell in this process, claims only,
     with ``$COURSE_SEED`` = ``seed`` and the notebook's folder as the working directory;
-    return (seconds, None) or, at the first failing cell, (seconds, ``"code cell N: ErrorName: message"``)
-    with N the cell's index in the notebook.
+    return (seconds, None, files) or, at the first failing cell, (seconds, ``"code cell N:
+    ErrorName: message"``, files) with N the cell's index in the notebook. ``files`` are the
+    ``helpers`` files the run loaded (:func:`helpers.provenance.loaded_files`).
 
     Meant for a process of its own (the sweep forks one per run): it changes the process's
     environment, working directory and output, and leaves its variables behind."""
@@ -116,8 +121,10 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None]:
         pyplot.close("all")  # as Jupyter's inline backend does after each cell
         if not result.success:
             error = result.error_before_exec or result.error_in_exec
-            return time.perf_counter() - start, f"code cell {number}: {type(error).__name__}: {error}"
-    return time.perf_counter() - start, None
+            return time.perf_counter() - start, f"code cell {number}: {type(error).__name__}: {error}", []
+    from helpers.provenance import loaded_files
+
+    return time.perf_counter() - start, None, loaded_files()
 
 
 def _seed_run(args):
@@ -126,7 +133,7 @@ def _seed_run(args):
 
 
 def _claims_runs(jobs, workers: int):
-    """(path, seed, seconds, error) of :func:`run_cells` for each (path, seed) of ``jobs``, in
+    """(path, seed, seconds, error, files) of :func:`run_cells` for each (path, seed) of ``jobs``, in
     order, ``workers`` at a time, each run a fork of a ``forkserver`` with :data:`PRELOAD` (its
     server starts with the sweep's environment, so that matplotlib, say, is imported with the
     same settings as in a run)."""
@@ -143,19 +150,57 @@ def _claims_runs(jobs, workers: int):
         yield from pool.map(_seed_run, jobs)
 
 
-def seed_failures(paths, seed_list, workers: int | None = None, root: Path = ROOT) -> list[str]:
+def sweep(paths, seed_list, workers: int | None = None, root: Path = ROOT) -> tuple[list[str], dict]:
     """Run every (notebook, seed) pair, claims only, ``workers`` at a time (default: one per
-    core), each in a fresh process (:func:`run_cells`); print a line per run and return one
-    line per run whose claims did not hold."""
+    core), each in a fresh process (:func:`run_cells`); print a line per run. Return one line per
+    run whose claims did not hold, and ``{notebook: {"seeds", "files", "seconds"}}`` for every
+    notebook whose claims held for all of ``seed_list`` (what :func:`fingerprints.update_record`
+    writes)."""
     jobs = [(Path(p).resolve(), s) for s in seed_list for p in paths]
     workers = workers or available_cores()
-    failures = []
-    for path, seed, seconds, error in _claims_runs(jobs, workers):
+    failures, runs = [], {}
+    for path, seed, seconds, error, files in _claims_runs(jobs, workers):
         name = path.relative_to(root) if path.is_relative_to(root) else path
         status = "ok" if error is None else f"FAILED: {error}"
         print(f"{name} seed {seed}: {seconds:6.1f} s  {status}", flush=True)
         if error is not None:
             failures.append(f"{name}, seed {seed}: {error}")
+        runs.setdefault(path, []).append((seed, seconds, error, files))
+    held = {path: {"seeds": sorted(r[0] for r in rs), "files": sorted({f for r in rs for f in r[3]}),
+                   "seconds": {r[0]: round(r[1], 1) for r in rs}}
+            for path, rs in runs.items() if all(r[2] is None for r in rs)}
+    return failures, held
+
+
+def seed_failures(paths, seed_list, workers: int | None = None, root: Path = ROOT) -> list[str]:
+    """The lines of :func:`sweep` for the runs whose claims did not hold."""
+    return sweep(paths, seed_list, workers, root)[0]
+
+
+def sweep_and_record(paths, seed_list, *, changed_only: bool = False, root: Path = ROOT) -> list[str]:
+    """The seed sweep as ``make sweep`` and CI run it: with ``changed_only``, first take from the
+    record (``benchmarks/sweep.json``, :func:`fingerprints.plan_sweep`) every notebook whose
+    claims held for ``seed_list`` and whose dependencies have not changed since, saying which
+    and why; sweep the rest; write the seeds that held into the record. Returns the failures."""
+    from datetime import date
+
+    from fingerprints import plan_sweep, update_record
+    from speed_index import machine
+
+    if changed_only:
+        plan = plan_sweep(paths, CLAIMS_ONLY, seed_list, root)
+        print(plan.report(), flush=True)
+        paths = [Path(root) / name for name in plan.run]
+        if not paths:
+            print("nothing to sweep: every notebook's claims are in the record for these seeds", flush=True)
+            return []
+    about = machine()
+    print(f"sweeping {len(paths)} notebooks for seeds {seed_list} on {about['processor']} "
+          f"(speed index {about['speed_index']})", flush=True)
+    failures, held = sweep(paths, seed_list, root=root)
+    if held:
+        record = update_record(held, CLAIMS_ONLY, today=date.today().isoformat(), machine=about, root=root)
+        print(f"recorded {len(held)} notebooks in {record}", flush=True)
     return failures
 
 
@@ -167,7 +212,7 @@ def timings(paths, *, claims_only: bool = False, learner: bool = True) -> dict[s
     runs = _claims_runs([(Path(p).resolve(), 0) for p in paths], workers=1) if claims_only else None
     for path in paths:
         if claims_only:
-            _, _, seconds, error = next(runs)
+            _, _, seconds, error, _ = next(runs)
         else:
             seconds, error = execute(path, learner=learner)
         name = str(path.relative_to(ROOT))
@@ -197,10 +242,12 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in _toc.yml")
     parser.add_argument("--seeds", type=parse_seeds, help="check the claims for these seeds, e.g. 1-9 or 0,3,5")
     parser.add_argument("--chapter", type=int, help="only this chapter's notebooks")
+    parser.add_argument("--changed", action="store_true",
+                        help="with --seeds: skip each notebook that benchmarks/sweep.json vouches for")
     args = parser.parse_args(argv)
     paths = [p.resolve() for p in args.notebooks] or chapter_notebooks(args.chapter)
     if args.seeds:
-        return 1 if seed_failures(paths, args.seeds) else 0
+        return 1 if sweep_and_record(paths, args.seeds, changed_only=args.changed) else 0
     rows = timings(paths)
     total = sum(r["seconds"] for r in rows.values())
     print(f"{'total':<45} {total:7.1f} s   ({len(rows)} notebooks, {available_cores()} CPU cores)")

@@ -1,31 +1,31 @@
 """Experiments behind the book's claims: each returns the numbers that a notebook asserts on."""
 
-from .branch_scale import ScaleProfile, ScaleRun, init_scale_sweep, scale_profile
-from .degradation import DegradationResult, run_degradation
-from .effective_depth import SwitchedOff, effective_depth, rank_agreement
-from .gradient_flow import init_gradient_profiles
-from .identity import IdentityRace, identity_race, identity_races, steps_to, weight_decay_branches
-from .increments import IncrementRun, incremental_explosion
-from .joins import JoinRun, compare_joins
-from .landscapes import train_loss_surfaces
-from .lesion_study import errors_by_count, lesion_choices
-from .moments import DepthGradients, ScaleGradients, chain_profiles, gradients_by_depth, gradients_by_scale
-from .norm_order import NormOrderByDepth, depth_exponent, norm_order_by_depth, norm_order_profiles
-from .scrambling import SignalThroughDepth, digit_twins, signal_through_depth
-from .shattering import (
-    SETUPS,
-    decay_fits,
-    first_steps,
-    gradients_on_grid,
-    input_grid,
-    minibatch_agreement,
-    noise_references,
-    scalar_twins,
-    shattering_by_depth,
-)
-from .spectra import block_spectra, share_near_one
-from .transformer_depth import GridRun, InitGradients, gradients_at_init, train_grid
-from .twins import train_twins, train_twins_for_seeds
+from __future__ import annotations
+
+from .._lazy import lazy_exports
+
+# Each name loads its module on first use (helpers._lazy): a run imports only what it uses.
+_EXPORTS = {
+    "branch_scale": ("ScaleProfile", "ScaleRun", "init_scale_sweep", "scale_profile"),
+    "degradation": ("DegradationResult", "run_degradation"),
+    "effective_depth": ("SwitchedOff", "effective_depth", "rank_agreement"),
+    "gradient_flow": ("init_gradient_profiles",),
+    "identity": ("IdentityRace", "identity_race", "identity_races", "steps_to", "weight_decay_branches"),
+    "increments": ("IncrementRun", "incremental_explosion"),
+    "joins": ("JoinRun", "compare_joins"),
+    "landscapes": ("train_loss_surfaces",),
+    "lesion_study": ("errors_by_count", "lesion_choices"),
+    "moments": ("DepthGradients", "ScaleGradients", "chain_profiles", "gradients_by_depth", "gradients_by_scale"),
+    "norm_order": ("NormOrderByDepth", "depth_exponent", "norm_order_by_depth", "norm_order_profiles"),
+    "scrambling": ("SignalThroughDepth", "digit_twins", "signal_through_depth"),
+    "shattering": (
+        "SETUPS", "decay_fits", "first_steps", "gradients_on_grid", "input_grid", "minibatch_agreement",
+        "noise_references", "scalar_twins", "shattering_by_depth"
+    ),
+    "spectra": ("block_spectra", "share_near_one"),
+    "transformer_depth": ("GridRun", "InitGradients", "gradients_at_init", "train_grid"),
+    "twins": ("train_twins", "train_twins_for_seeds"),
+}
 
 __all__ = [
     "GridRun", "InitGradients", "gradients_at_init", "train_grid",
@@ -41,3 +41,5 @@ __all__ = [
     "IncrementRun", "incremental_explosion", "DepthGradients", "ScaleGradients", "chain_profiles",
     "gradients_by_depth", "gradients_by_scale",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,45 +1,38 @@
 """Measurements: each function's docstring says what it measures and, where there is one, the formula."""
 
-from .backprop import backprop_by_autograd, backprop_by_hand, gradient_rank, largest_relative_error
-from .batch_mates import batch_mate_drift, drift_table
-from .branches import branch_ratios, net_branch_ratios
-from .concat import join_costs, measured_costs
-from .cost import saved_tensor_bytes, seconds_per_step, stream_gradient_norms
-from .gradients import GradientProfile, gradient_profile, per_layer_factor
-from .growth import (
-    GrowthRun,
-    aligned_growth,
-    backward_growth,
-    backward_step,
-    bank_branch,
-    branch_masks,
-    branch_vjp,
-    he_branch,
-    high_dim_growth,
-    one_dimensional_growth,
-)
-from .increments import StepChange, one_step_change, probe_loss
-from .jacobian import jacobian_singular_values
-from .landscape import filter_normalised_direction, loss_slice_1d, loss_surface_2d, sharpness
-from .layer_agreement import agreement_with_pytorch
-from .lesion import error_rate, random_lesions, single_block_lesions
-from .moments import (
-    ChainMoments,
-    block_gradient_rms,
-    chain_moments,
-    chain_second_moments,
-    gain_problem,
-    predicted_moments,
-    relu_chain_growth,
-    width_profile,
-)
-from .paths import enumerate_path_lengths, path_length_counts
-from .scrambling import mean_field_cosines, pair_cosines, probe_accuracy, relu_cosine_map
-from .shattering import input_gradients, minibatch_gradient_cosine, neighbour_correlation
-from .skip_gradient import SkipGradient, skip_gradient_parts
-from .streams import StreamRecord, residual_stream, variance_terms
-from .sublayers import position_accuracy, sublayer_lesions
-from .tuning import best_setting
+from __future__ import annotations
+
+from .._lazy import lazy_exports
+
+# Each name loads its module on first use (helpers._lazy): a run imports only what it uses.
+_EXPORTS = {
+    "backprop": ("backprop_by_autograd", "backprop_by_hand", "gradient_rank", "largest_relative_error"),
+    "batch_mates": ("batch_mate_drift", "drift_table"),
+    "branches": ("branch_ratios", "net_branch_ratios"),
+    "concat": ("join_costs", "measured_costs"),
+    "cost": ("saved_tensor_bytes", "seconds_per_step", "stream_gradient_norms"),
+    "gradients": ("GradientProfile", "gradient_profile", "per_layer_factor"),
+    "growth": (
+        "GrowthRun", "aligned_growth", "backward_growth", "backward_step", "bank_branch", "branch_masks",
+        "branch_vjp", "he_branch", "high_dim_growth", "one_dimensional_growth"
+    ),
+    "increments": ("StepChange", "one_step_change", "probe_loss"),
+    "jacobian": ("jacobian_singular_values",),
+    "landscape": ("filter_normalised_direction", "loss_slice_1d", "loss_surface_2d", "sharpness"),
+    "layer_agreement": ("agreement_with_pytorch",),
+    "lesion": ("error_rate", "random_lesions", "single_block_lesions"),
+    "moments": (
+        "ChainMoments", "block_gradient_rms", "chain_moments", "chain_second_moments", "gain_problem",
+        "predicted_moments", "relu_chain_growth", "width_profile"
+    ),
+    "paths": ("enumerate_path_lengths", "path_length_counts"),
+    "scrambling": ("mean_field_cosines", "pair_cosines", "probe_accuracy", "relu_cosine_map"),
+    "shattering": ("input_gradients", "minibatch_gradient_cosine", "neighbour_correlation"),
+    "skip_gradient": ("SkipGradient", "skip_gradient_parts"),
+    "streams": ("StreamRecord", "residual_stream", "variance_terms"),
+    "sublayers": ("position_accuracy", "sublayer_lesions"),
+    "tuning": ("best_setting",),
+}
 
 __all__ = [
     "branch_ratios", "net_branch_ratios", "filter_normalised_direction", "loss_slice_1d",
@@ -56,3 +49,5 @@ __all__ = [
     "ChainMoments", "block_gradient_rms", "chain_moments", "chain_second_moments", "gain_problem",
     "predicted_moments", "relu_chain_growth", "width_profile",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,171 @@
+"""A changed helper re-sweeps and re-executes the notebooks that loaded it, and only those.
+
+These tests build a small copy of the book in a temporary folder: the real ``helpers``
+package and ``tools``, the real pins, and two notebooks, one that loads
+``helpers/measure/paths.py`` and one that loads ``helpers/measure/tuning.py``. They run the
+real tools on it in a subprocess (so that its kernels and sweep runs import the copy), then
+edit a real file of the copy and run them again. Nothing is monkeypatched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers.toc import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import fingerprints  # noqa: E402
+from run_notebooks import CLAIMS_ONLY  # noqa: E402
+
+pytestmark = pytest.mark.slow
+PATHS_NB = "book/a/uses_paths.ipynb"
+TUNING_NB = "book/b/uses_tuning.ipynb"
+CELLS = {PATHS_NB: "import helpers\nfrom helpers.measure import path_length_counts\n"
+                   "assert len(path_length_counts(3)) == 4",
+         TUNING_NB: "import helpers\nfrom helpers.measure import best_setting\n"
+                    "assert best_setting({1: [0.5], 2: [0.2]}) == 2"}
+
+
+def _notebook(path: Path, source: str) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {path.stem}"),
+                                         nbformat.v4.new_code_cell(source)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+@pytest.fixture()
+def book(tmp_path) -> Path:
+    """A two-notebook book with copies of the real helpers, tools and pins."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "helpers", tmp_path / "helpers", ignore=ignore)
+    shutil.copytree(ROOT / "tools", tmp_path / "tools", ignore=ignore)
+    shutil.copy(ROOT / "requirements.txt", tmp_path / "requirements.txt")
+    (tmp_path / "intro.md").write_text("# A small book\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n"
+                                       "  - file: book/a/uses_paths\n  - file: book/b/uses_tuning\n")
+    for name, source in CELLS.items():
+        _notebook(tmp_path / name, source)
+    return tmp_path
+
+
+def _tool(book: Path, *args: str) -> str:
+    """Run ``tools/<args>`` in the small book, importing its own copy of helpers; return its output."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    env["PYTHONPATH"] = str(book)
+    proc = subprocess.run([sys.executable, *args], cwd=book, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def _edit(book: Path, name: str) -> None:
+    path = book / name
+    path.write_text(path.read_text() + "\n# an edit that changes the file, not its behaviour\n")
+
+
+def test_a_changed_helper_re_sweeps_only_the_notebooks_that_loaded_it(book):
+    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1-2", "--changed")
+    assert f"to sweep: {PATHS_NB} (not in the record)" in out and f"to sweep: {TUNING_NB} (not in the record)" in out
+    record = json.loads((book / fingerprints.RECORD).read_text())["notebooks"]
+    assert set(record) == {PATHS_NB, TUNING_NB}
+    # The run itself said what it loaded: each notebook its own module, not the other's.
+    assert "helpers/measure/paths.py" in record[PATHS_NB]["dependencies"]["files"]
+    assert "helpers/measure/tuning.py" not in record[PATHS_NB]["dependencies"]["files"]
+    assert "helpers/measure/tuning.py" in record[TUNING_NB]["dependencies"]["files"]
+    assert record[PATHS_NB]["seeds"] == [1, 2]
+
+    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1-2", "--changed")
+    assert "nothing to sweep" in out and out.count("taken from") == 2
+
+    _edit(book, "helpers/measure/paths.py")
+    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1-2", "--changed")
+    assert f"to sweep: {PATHS_NB} (helpers/measure/paths.py changed)" in out
+    assert f"taken from {fingerprints.RECORD}: {TUNING_NB}" in out
+    assert f"{PATHS_NB} seed 1" in out and f"{TUNING_NB} seed 1" not in out
+    # `make sweep` with no arguments still runs everything (and records it).
+    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1")
+    assert f"{PATHS_NB} seed 1" in out and f"{TUNING_NB} seed 1" in out
+
+
+def test_a_stale_or_hand_edited_record_entry_is_swept_again(book):
+    _tool(book, "tools/run_notebooks.py", "--seeds", "1-2")
+    path = book / fingerprints.RECORD
+    pristine = json.loads(path.read_text())
+    plan = fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], CLAIMS_ONLY, (1, 2), book)
+    assert plan.run == {} and set(plan.taken) == {PATHS_NB, TUNING_NB}
+
+    def plan_after(edit) -> dict:
+        record = json.loads(json.dumps(pristine))
+        edit(record["notebooks"])
+        path.write_text(json.dumps(record))
+        return fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], CLAIMS_ONLY, (1, 2, 3), book).run
+
+    # A seed written in by hand: the entry's digest no longer matches.
+    def add_seed(entries):
+        entries[TUNING_NB]["seeds"].append(3)
+    assert "edited by hand" in plan_after(add_seed)[TUNING_NB]
+
+    # A file dropped and the digest recomputed: the modules listed still import it.
+    def drop_file(entries):
+        entry = entries[PATHS_NB]
+        del entry["dependencies"]["files"]["helpers/_checks.py"]
+        entry["digest"] = fingerprints.entry_digest(entry)
+    assert "helpers/measure/paths.py imports helpers/_checks.py" in plan_after(drop_file)[PATHS_NB]
+
+    # A stale entry: the notebook's code changed since its seeds held.
+    path.write_text(json.dumps(pristine))
+    _notebook(book / TUNING_NB, CELLS[TUNING_NB] + "\nassert True")
+    plan = fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], CLAIMS_ONLY, (1, 2), book)
+    assert plan.run == {TUNING_NB: "its code cells changed"} and list(plan.taken) == [PATHS_NB]
+    # And seeds beyond those recorded are swept.
+    plan = fingerprints.plan_sweep([book / PATHS_NB], CLAIMS_ONLY, (1, 2, 3), book)
+    assert plan.run == {PATHS_NB: "seeds [3] not swept"}
+
+
+def test_a_changed_helper_re_executes_only_the_notebooks_that_loaded_it(book):
+    out = _tool(book, "tools/execute.py")
+    assert f"executed {PATHS_NB}" in out and f"executed {TUNING_NB}" in out and "2 notebooks" in out
+    assert "executed" not in _tool(book, "tools/execute.py").replace("2 notebooks", "")  # all cached
+
+    _edit(book, "helpers/measure/tuning.py")
+    out = _tool(book, "tools/execute.py")
+    assert f"re-executing {TUNING_NB}: helpers/measure/tuning.py changed" in out
+    assert f"executed {TUNING_NB}" in out and f"executed {PATHS_NB}" not in out
+
+    (book / "helpers" / "digits.npz").write_bytes(b"not the data")  # package data no notebook read
+    assert "executed" not in _tool(book, "tools/execute.py").replace("2 notebooks", "")
+
+
+def test_the_committed_sweep_record_is_intact():
+    """Every entry of benchmarks/sweep.json was written by the sweep: its digest matches its
+    content and it lists every module that its modules import. (Whether an entry is current is
+    for ``make sweep-changed`` to decide: a stale entry is swept again, never trusted.)"""
+    record = fingerprints.read_record(ROOT)["notebooks"]
+    problems = {name: fingerprints.integrity_problems(name, entry) for name, entry in record.items()}
+    assert not any(problems.values()), problems
+    assert all(entry["seeds"] for entry in record.values())
+
+
+def test_a_run_reports_the_package_data_it_read():
+    code = ("import helpers.provenance as p, helpers.data as d\n"
+            "assert 'helpers/digits.npz' not in p.loaded_files()\n"
+            "d.digits()\n"
+            "assert 'helpers/digits.npz' in p.loaded_files() and 'helpers/data.py' in p.loaded_files()")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_package_file_names_what_is_wrong():
+    from helpers.provenance import package_file
+
+    with pytest.raises(FileNotFoundError, match="no data file 'nothing.npz'"):
+        package_file("nothing.npz")
+    with pytest.raises(ValueError, match="name must be a file name inside the helpers package"):
+        package_file("../requirements.txt")
