@@ -93,7 +93,7 @@ def test_ci_with_one_chapter_changed_sweeps_only_that_chapter_and_budgets_are_in
     assert ci["ci_nothing_changed_min"] == pytest.approx(fixed / 60, abs=0.05)
     # On a machine half as fast, a minute here is half a reference minute.
     assert ci["ci_every_notebook_swept_reference_min"] == pytest.approx(ci["ci_every_notebook_swept_min"] / 2,
-                                                                        abs=0.06)
+                                                                        abs=0.11)
     assert ci["ci_one_chapter_changed_budget_reference_min"] == 40
 
 
