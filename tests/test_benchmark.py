@@ -87,10 +87,10 @@ def test_ci_with_one_chapter_changed_sweeps_only_that_chapter_and_budgets_are_in
     }
     ci = ci_scenarios(record, installs_s=60.0)
     fixed = 60 + 900
-    assert ci["ci_every_notebook_swept_min"] == pytest.approx((fixed + 9 * 0.5 * 180) / 60, abs=0.05)
+    assert ci["ci_every_notebook_swept_min"] == pytest.approx((fixed + 9 * 0.5 * 180) / 60, abs=0.06)
     assert ci["the_costliest_chapter"] == "ch1"
-    assert ci["ci_one_chapter_changed_min"] == pytest.approx((fixed + 9 * 0.5 * 150) / 60, abs=0.05)
-    assert ci["ci_nothing_changed_min"] == pytest.approx(fixed / 60, abs=0.05)
+    assert ci["ci_one_chapter_changed_min"] == pytest.approx((fixed + 9 * 0.5 * 150) / 60, abs=0.06)
+    assert ci["ci_nothing_changed_min"] == pytest.approx(fixed / 60, abs=0.06)
     # On a machine half as fast, a minute here is half a reference minute.
     assert ci["ci_every_notebook_swept_reference_min"] == pytest.approx(ci["ci_every_notebook_swept_min"] / 2,
                                                                         abs=0.11)
