@@ -66,7 +66,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 benchmark: $(STAMP)   ## time every notebook and every stage of `make test`; writes benchmarks/speed.json
-	$(BIN)/python tools/benchmark.py
+	$(BIN)/python tools/benchmark.py $(BENCHMARK_ARGS)
 
 site-no-solutions: $(STAMP)  ## the site without solutions, for a class: _build/no-solutions/_build/html
 	$(BIN)/python tools/execute.py

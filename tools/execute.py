@@ -30,7 +30,6 @@ import sys
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -82,6 +81,8 @@ def execute_one(path: str, env: dict) -> dict:
     try:
         client.execute(env=env)  # the kernel's whole environment
     except (CellExecutionError, CellTimeoutError):
+        error = traceback.format_exc()
+    except Exception:  # the kernel died, or could not say what it loaded: the notebook fails, not the tool
         error = traceback.format_exc()
     return {"nb": nb, "seconds": time.perf_counter() - start, "files": client.loaded_files, "error": error}
 
@@ -160,20 +161,6 @@ def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) ->
     for path in stale:
         path.touch()
     return {path: notebook_error(cache, path) for path in notebooks}
-
-
-@contextmanager
-def site_environment():
-    """Set :data:`SITE_ENVIRONMENT` for the duration; unset the claims-only switch and any
-    ``MPLBACKEND`` (the kernels must keep Jupyter's inline backend, or no figure is shown)."""
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(_without_claims_only_switches(saved))
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _without_claims_only_switches(environ) -> dict[str, str]:
