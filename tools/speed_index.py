@@ -17,7 +17,6 @@ machine cannot hide a regression, and a slow machine does not look like one.
 
 from __future__ import annotations
 
-import os
 import platform
 import time
 
@@ -83,13 +82,11 @@ def machine() -> dict:
             model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), model)
     except OSError:
         pass
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    from helpers.parallel import available_cores
+
     seconds = workload_seconds()
     return {"processor": model, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "cores": cores, "python": platform.python_version(), "system": platform.platform(),
+            "cores": available_cores(), "python": platform.python_version(), "system": platform.platform(),
             "speed_workload_s": round(seconds, 3), "speed_index": round(speed_index(seconds), 3)}
 
 
