@@ -1,24 +1,46 @@
-"""A small, readable training loop that records a history.
+"""The course's one training loop: one net, or a stack of nets trained at once.
 
-One epoch visits the training set once in shuffled mini-batches. For each epoch the
-history records the mean mini-batch loss and the mean mini-batch *training error*
-(the fraction misclassified, measured in training mode as the batches go by, as in
-He et al.'s training curves). A progress bar shows in JupyterLab; none is drawn when
-the notebook is executed for the site (:func:`helpers.environment.is_static_build`).
+:func:`train_steps` is the loop every trained net of the book goes through. It runs the
+nets as one :class:`~helpers.stack.Stack` (each net's own ``forward``, on stacked
+parameters; one net is a stack of one) and takes, at every step ``k = 1, 2, ...``:
+
+* the loss of member ``e``: the mean cross-entropy over its own batch (every token of it,
+  for sequences), before the step's update; the stack minimises the *sum* of the members'
+  losses, so each member's gradient is exactly its own;
+* one step of ``torch.optim.SGD`` (with momentum) or ``torch.optim.Adam`` with learning rate
+  1, giving each member its update ``Δ_e``, then ``θ_e ← θ_e + η_e(k) Δ_e`` with member
+  ``e``'s own rate and linear warm-up, ``η_e(k) = η_e min(1, k / warmup_e)``.
+
+Both optimisers' updates are proportional to the learning rate (SGD's momentum buffer and
+weight decay, Adam's moments do not depend on it), so scaling the update by ``η_e(k)`` is
+the step ``torch.optim`` would take with learning rate ``η_e(k)``: a unit test checks each
+member against its net trained alone with ``torch.optim`` and a warm-up scheduler, to float
+rounding.
+
+:func:`fit` trains classifiers for a number of epochs over a data set (He et al.'s setting:
+mini-batches in a fresh shuffled order each epoch, the training error measured as the
+batches go by); :func:`helpers.sequence_training.fit_sequences` trains Transformers on
+fresh random sequences. Both feed this loop. A progress bar shows in JupyterLab; none is
+drawn when the notebook is executed for the site (:func:`helpers.environment.is_static_build`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from ._checks import choice, positive_int, real_number
 from .environment import is_static_build
 from .seeding import generator
+from .stack import Stack
+
+OPTIMIZERS = ("sgd", "adam")
 
 
 @dataclass
@@ -32,74 +54,113 @@ class History:
         return len(self.train_loss)
 
 
-def make_optimizer(model, name: str, lr: float, momentum: float,
-                   weight_decay: float) -> torch.optim.Optimizer:
-    """``"sgd"`` (with momentum, He et al.'s choice) or ``"adam"``, for the parameters of
-    ``model`` (a module, or the tensors themselves).
+def make_optimizer(params, name: str, momentum: float = 0.9, weight_decay: float = 0.0) -> torch.optim.Optimizer:
+    """``torch.optim.SGD`` with momentum (He et al.'s choice) or ``torch.optim.Adam`` over
+    ``params``, with learning rate 1: :func:`train_steps` scales each net's update by its rate.
 
-    ``foreach=True`` updates all parameters with a few batched operations instead of a
-    loop over ~100 small tensors, which saves a sizeable part of a step's time for the
-    course's small nets (PyTorch uses it by default only on GPUs)."""
-    choice("optimizer", name, ("sgd", "adam"))
-    params = model.parameters() if isinstance(model, nn.Module) else model
+    ``foreach=True`` updates all parameters with a few batched operations (PyTorch uses it
+    by default only on GPUs)."""
     if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay, foreach=True)
-    return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=True)
+        return torch.optim.SGD(params, lr=1.0, momentum=momentum, weight_decay=weight_decay, foreach=True)
+    return torch.optim.Adam(params, lr=1.0, weight_decay=weight_decay, foreach=True)
 
 
-def warmup_schedule(opt: torch.optim.Optimizer, warmup_steps: int):
-    """Linear warm-up of ``opt``'s learning rate: step ``k`` (counting from 0) uses
-    ``lr * min(1, (k + 1) / warmup_steps)``, so the rate climbs from ``lr / warmup_steps`` to
-    ``lr`` over the first ``warmup_steps`` steps and stays there. A
-    ``torch.optim.lr_scheduler.LambdaLR`` to step after each optimiser step; ``None`` when
-    ``warmup_steps`` is 0 (no warm-up)."""
-    warmup_steps = positive_int("warmup_steps", warmup_steps, minimum=0)
-    if warmup_steps == 0:
-        return None
-    return torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / warmup_steps))
+def per_member(name: str, value, n: int, check) -> list:
+    """``value`` for each of ``n`` nets: one value for all, or a list or tuple of ``n``, each
+    passed through ``check(name, v)``."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value] * n
+    if len(values) != n:
+        raise ValueError(f"{name} must be one value or one per net: {n} nets, {len(values)} values")
+    return [check(name, v) for v in values]
 
 
-def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int,
-        lr: float, batch_size: int = 128, momentum: float = 0.9,
-        weight_decay: float = 1e-4, optimizer: str = "sgd", seed: int = 0,
-        warmup_steps: int = 0, progress: bool | None = None, description: str = "training") -> History:
-    """Train ``model`` to classify ``x`` as ``y`` with cross-entropy; return
-    its :class:`History`.
+def rates(lrs: Sequence[float], warmups: Sequence[int], k: int) -> torch.Tensor:
+    """Every member's learning rate at step ``k`` (from 1): ``η_e min(1, k / warmup_e)``, a
+    linear warm-up from ``η_e / warmup_e`` to ``η_e`` over the first ``warmup_e`` steps
+    (none when ``warmup_e`` is 0). Shape ``(E,)``."""
+    return torch.tensor([lr * min(1.0, k / w) if w else lr for lr, w in zip(lrs, warmups)])
 
-    ``seed`` fixes the order of the mini-batches (the model's init is the
-    caller's). ``warmup_steps`` > 0 ramps the learning rate up linearly over the first
-    steps (:func:`warmup_schedule`). ``progress=None`` shows a bar unless this is a
-    static build.
+
+def train_steps(models: Sequence[nn.Module], batches: Iterable[tuple[torch.Tensor, torch.Tensor]], *,
+                steps: int, lrs: Sequence[float], warmups: Sequence[int], optimizer: str = "sgd",
+                momentum: float = 0.9, weight_decay: float = 0.0, progress: bool = False,
+                description: str = "training") -> tuple[np.ndarray, np.ndarray]:
+    """Train ``models`` (one structure) for ``steps`` steps, in place (module docstring).
+
+    ``batches`` yields ``(inputs, targets)`` with a leading member axis: member ``e``
+    classifies ``inputs[e]`` as ``targets[e]``. Returns ``(losses, errors)``, each of shape
+    ``(steps, E)``: member ``e``'s mean cross-entropy (nats) and share misclassified on step
+    ``k``'s batch, before step ``k``'s update.
     """
-    epochs = positive_int("epochs", epochs)
-    batch_size = positive_int("batch_size", batch_size)
-    lr = real_number("lr", lr, low=0.0, low_inclusive=False)
-    if len(x) != len(y):
-        raise ValueError(f"x and y must have the same length, "
-                         f"got {len(x)} and {len(y)}")
+    stack = Stack(models).train()
+    opt = make_optimizer([stack.flat], optimizer, momentum, weight_decay)
+    losses, errors = torch.empty(steps, len(stack)), torch.empty(steps, len(stack))
+    for k, (inputs, targets) in enumerate(tqdm(batches, total=steps, desc=description, disable=not progress,
+                                               leave=False), start=1):
+        logits = stack(inputs).flatten(1, -2)  # (E, examples or tokens, classes)
+        targets = targets.flatten(1)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view(targets.shape)
+        loss = loss.mean(dim=1)
+        stack.zero_grad()
+        loss.sum().backward()
+        before = stack.flat.detach().clone()
+        opt.step()
+        with torch.no_grad():  # θ ← θ_before + η_e(k) Δ_e, Δ_e the step at learning rate 1
+            stack.flat.sub_(before).mul_(rates(lrs, warmups, k)[stack.member_of]).add_(before)
+            losses[k - 1] = loss
+            errors[k - 1] = (logits.argmax(dim=2) != targets).float().mean(dim=1)
+    stack.write_back()
+    for m in stack.models:
+        m.train()
+    return losses.numpy(), errors.numpy()
+
+
+def fit(model: nn.Module | Sequence[nn.Module], x: torch.Tensor, y: torch.Tensor, *, epochs: int,
+        lr: float | Sequence[float], batch_size: int = 128, momentum: float = 0.9,
+        weight_decay: float = 1e-4, optimizer: str = "sgd", seed: int | Sequence[int] = 0,
+        warmup_steps: int | Sequence[int] = 0, progress: bool | None = None,
+        description: str = "training") -> History | list[History]:
+    """Train ``model`` (one net, or a list of nets of one structure trained at once) to
+    classify ``x`` as ``y`` with cross-entropy for ``epochs`` epochs; return its
+    :class:`History` (a list of them for a list of nets). The nets are trained in place.
+
+    Each epoch visits the training set once in mini-batches of ``batch_size``, in an order
+    drawn afresh from ``seed`` (the nets' initialisation is the caller's). ``lr``, ``seed``
+    and ``warmup_steps`` are one value or one per net; ``warmup_steps`` > 0 ramps the
+    learning rate up linearly over the first steps (:func:`rates`). ``progress=None``
+    shows a bar unless this is a static build.
+    """
+    models = [model] if isinstance(model, nn.Module) else list(model)
+    n = len(models)
+    epochs, batch_size = positive_int("epochs", epochs), positive_int("batch_size", batch_size)
+    lrs = per_member("lr", lr, n, lambda k, v: real_number(k, v, low=0.0, low_inclusive=False))
+    seeds = per_member("seed", seed, n, lambda k, v: positive_int(k, v, minimum=0))
+    warmups = per_member("warmup_steps", warmup_steps, n, lambda k, v: positive_int(k, v, minimum=0))
+    optimizer = choice("optimizer", optimizer, OPTIMIZERS)
     momentum = real_number("momentum", momentum, low=0.0)
     weight_decay = real_number("weight_decay", weight_decay, low=0.0)
-    opt = make_optimizer(model, optimizer, lr, momentum, weight_decay)
-    schedule = warmup_schedule(opt, warmup_steps)
-    gen = generator(seed)
-    show = (not is_static_build()) if progress is None else bool(progress)
-    history = History()
-    model.train()
-    for _ in tqdm(range(epochs), desc=description, disable=not show,
-                  leave=False):
-        losses, errors, sizes = [], [], []
-        for idx in torch.randperm(len(x), generator=gen).split(batch_size):
-            logits = model(x[idx])
-            loss = nn.functional.cross_entropy(logits, y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if schedule is not None:
-                schedule.step()
-            losses.append(loss.item())
-            wrong = logits.argmax(dim=1) != y[idx]
-            errors.append(float(wrong.float().mean()))
-            sizes.append(len(idx))
-        history.train_loss.append(float(np.average(losses, weights=sizes)))
-        history.train_error.append(float(np.average(errors, weights=sizes)))
-    return history
+    if len(x) != len(y):
+        raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
+
+    gens = [generator(s) for s in seeds]
+    sizes = [len(c) for c in torch.arange(len(x)).split(batch_size)]
+
+    def batches():
+        for _ in range(epochs):  # each member's order, drawn exactly as for a net alone
+            order = torch.stack([torch.randperm(len(x), generator=g) for g in gens])
+            for idx in order.split(batch_size, dim=1):
+                yield x[idx], y[idx]
+
+    losses, errors = train_steps(models, batches(), steps=epochs * len(sizes), lrs=lrs, warmups=warmups,
+                                 optimizer=optimizer, momentum=momentum, weight_decay=weight_decay,
+                                 progress=(not is_static_build()) if progress is None else bool(progress),
+                                 description=description)
+    histories = []
+    for e in range(n):
+        per_epoch = zip(losses[:, e].reshape(epochs, -1), errors[:, e].reshape(epochs, -1))
+        history = History()
+        for loss, error in per_epoch:
+            history.train_loss.append(float(np.average(loss, weights=sizes)))
+            history.train_error.append(float(np.average(error, weights=sizes)))
+        histories.append(history)
+    return histories[0] if isinstance(model, nn.Module) else histories

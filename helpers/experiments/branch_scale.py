@@ -12,7 +12,7 @@ records, per net, the branch ratios (with the batch's statistics, as training se
 and the gradient reaching the first layer at initialisation, and the training loss per
 epoch. A setting is the baseline (He initialisation, the given learning rate, no warm-up,
 no normalisation) or one remedy changed from it (:data:`SETTINGS`). Nets that differ only
-in their weights and learning rate train together (:func:`helpers.stacked.fit_together`);
+in their weights and learning rate train together (:func:`helpers.training.fit` with a list of nets);
 warm-up and each normalisation need a run of their own.
 
 A run's outcome, from its losses (:func:`outcome`): ``"diverged"`` (a loss became NaN or
@@ -33,7 +33,7 @@ from ..measure.branches import net_branch_ratios
 from ..measure.gradients import gradient_profile
 from ..models.mlp import DeepMLP
 from ..seeding import isolated
-from ..stacked import fit_together
+from ..training import fit
 
 SETTINGS = {
     "baseline": {},
@@ -148,10 +148,10 @@ def init_scale_sweep(x: torch.Tensor, y: torch.Tensor, *, scales, settings=("bas
                     group.append(ScaleRun(setting, scale, seed, start.ratios, float(start.weight_grads[0]),
                                           np.array([])))
                     nets.append(net)
-        histories = fit_together(nets, x, y, epochs=epochs, seeds=[run.seed for run in group],
-                                 lr=[lr * SETTINGS[run.setting].get("lr_factor", 1.0) for run in group],
-                                 warmup_steps=warmup_steps if warm else 0, progress=progress,
-                                 description="branch-scale sweep")
+        histories = fit(nets, x, y, epochs=epochs, seed=[run.seed for run in group],
+                        lr=[lr * SETTINGS[run.setting].get("lr_factor", 1.0) for run in group],
+                        warmup_steps=warmup_steps if warm else 0, progress=progress,
+                        description="branch-scale sweep")
         for run, history in zip(group, histories):
             run.losses = np.array(history.train_loss)
             runs[run.setting, run.scale, run.seed] = run

@@ -3,7 +3,7 @@ rate) and its cause treated (DeepNorm, Pre-LN, ReZero).
 
 Every net is a chapter-4 :class:`~helpers.models.transformer.SequenceTransformer`
 (:data:`helpers.experiments.transformer_depth.SIZE`, the reversal task) of ``depth`` layers,
-trained with Adam in batches of 32 (:func:`helpers.stacked_transformers.fit_transformers_together`).
+trained with Adam in batches of 32 (:func:`helpers.sequence_training.fit_sequences`).
 The designs (:data:`DESIGNS`):
 
 * Post-LN, ``x = LN(x + F(x))``, at the full rate, with a 200-step warm-up, and at a lower
@@ -29,7 +29,7 @@ from .._checks import choice, non_empty, positive_int
 from ..models.transformer import SequenceTransformer, apply_deepnorm_
 from ..parallel import run_all
 from ..seeding import isolated, seeds_of_run
-from ..stacked_transformers import SequenceRun, fit_transformers_together
+from ..sequence_training import SequenceRun, fit_sequences
 from .transformer_depth import SIZE, TASK, evaluation_set
 
 FULL_RATE, LOW_RATE, WARMUP = 5e-3, 1.5e-3, 200
@@ -59,7 +59,7 @@ def make_net(architecture: str, depth: int, seed: int) -> SequenceTransformer:
 
 @dataclass(frozen=True)
 class DesignRun:
-    """One trained net: its design's name, depth and :class:`~helpers.stacked_transformers.SequenceRun`."""
+    """One trained net: its design's name, depth and :class:`~helpers.sequence_training.SequenceRun`."""
 
     design: str
     depth: int
@@ -73,9 +73,9 @@ class DesignRun:
 
 def _train(depth: int, designs: list[str], seeds: list[int], steps: int) -> list[DesignRun]:
     nets = [make_net(DESIGNS[d][0], depth, s) for d, s in zip(designs, seeds)]
-    runs = fit_transformers_together(nets, task=TASK, steps=steps, lr=[DESIGNS[d][1] for d in designs],
-                                     warmup_steps=[DESIGNS[d][2] for d in designs], seeds=seeds,
-                                     batch_size=32, progress=False)
+    runs = fit_sequences(nets, task=TASK, steps=steps, lr=[DESIGNS[d][1] for d in designs],
+                         warmup_steps=[DESIGNS[d][2] for d in designs], seeds=seeds,
+                         batch_size=32, progress=False)
     return [DesignRun(d, depth, r) for d, r in zip(designs, runs)]
 
 
@@ -146,8 +146,8 @@ def early_updates(depth: int = 24, designs=("Post-LN", "DeepNorm", "Pre-LN", "Re
         mine = list(seeds[i * n_nets:(i + 1) * n_nets])
         nets = [make_net(architecture, depth, s) for s in mine]
         before = [_outputs(n, tokens) for n in nets]  # a forward pass changes nothing
-        fit_transformers_together(nets, task=TASK, steps=steps, lr=lr, warmup_steps=warmup, seeds=mine,
-                                  batch_size=32, progress=False)
+        fit_sequences(nets, task=TASK, steps=steps, lr=lr, warmup_steps=warmup, seeds=mine,
+                      batch_size=32, progress=False)
         changes = np.mean([_relative_change(b, _outputs(n, tokens)) for b, n in zip(before, nets)], axis=0)
         out.append(EarlyUpdate(design, steps, changes[:-1], float(changes[-1])))
     return out

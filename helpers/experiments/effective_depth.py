@@ -32,7 +32,7 @@ from ..measure.branches import net_branch_ratios
 from ..measure.lesion import error_rate
 from ..models.mlp import DeepMLP
 from ..seeding import isolated
-from ..stacked import fit_together
+from ..training import fit
 
 
 @dataclass
@@ -77,7 +77,7 @@ def effective_depth(data, *, weight_decay: float, seeds=(0,), depth: int = 42, w
                     progress: bool | None = None) -> list[SwitchedOff]:
     """Train one residual :class:`~helpers.models.mlp.DeepMLP` per seed (pre-activation
     blocks, BatchNorm, He init; SGD with momentum 0.9, ``lr`` and ``weight_decay``, all nets
-    together by :func:`helpers.stacked.fit_together`) and measure every block (see the
+    together by :func:`helpers.training.fit`) and measure every block (see the
     module docstring). The seed fixes a net's initial weights and its mini-batches; the
     caller's random state is left alone."""
     seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
@@ -90,9 +90,9 @@ def effective_depth(data, *, weight_decay: float, seeds=(0,), depth: int = 42, w
                             in_features=data.n_features, n_classes=data.n_classes)
         initial.append(net_branch_ratios(model, data.x_test, batch_statistics=True))
         models.append(model)
-    fit_together(models, data.x_train, data.y_train, epochs=positive_int("epochs", epochs), lr=lr, seeds=seeds,
-                 weight_decay=weight_decay, progress=progress,
-                 description=f"{len(models)} nets, weight decay {weight_decay:g}")
+    fit(models, data.x_train, data.y_train, epochs=positive_int("epochs", epochs), lr=lr, seed=seeds,
+        weight_decay=weight_decay, progress=progress,
+        description=f"{len(models)} nets, weight decay {weight_decay:g}")
     x, y = data.x_test, data.y_test
     runs = []
     for seed, model, start in zip(seeds, models, initial):

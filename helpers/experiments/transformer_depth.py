@@ -9,7 +9,7 @@ All nets are :class:`~helpers.models.transformer.SequenceTransformer` s of :data
   the stream entering the first layer, token embedding plus position, for the whole
   batch), and the gradient norm of each layer's parameters, ``||dL/dθ_l||``.
 * :func:`train_grid` (claim 4.4): the grid of depth x residual x norm position x
-  learning rate x warm-up, trained with :func:`helpers.stacked_transformers.fit_transformers_together`.
+  learning rate x warm-up, trained with :func:`helpers.sequence_training.fit_sequences`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..data import sequence_task
 from ..models.transformer import SequenceTransformer
 from ..parallel import run_all
 from ..seeding import isolated, seeds_of_run
-from ..stacked_transformers import TEST_SEED, SequenceRun, fit_transformers_together
+from ..sequence_training import TEST_SEED, SequenceRun, fit_sequences
 from .norm_order import token_loss
 
 SIZE = dict(vocab=8, length=8, d_model=16, n_heads=2, d_ff=32, position_std=1.0)
@@ -90,7 +90,7 @@ def gradients_at_init(depths=(6, 12, 24), *, seed: int = 0, n_inits: int = 5,
 @dataclass(frozen=True)
 class GridRun:
     """One trained net of :func:`train_grid`: its setting and its
-    :class:`~helpers.stacked_transformers.SequenceRun`."""
+    :class:`~helpers.sequence_training.SequenceRun`."""
 
     depth: int
     norm: str
@@ -115,9 +115,9 @@ STEPS = 300
 
 def _train_stack(depth: int, norm: str, members: list, seeds: list[int], steps: int) -> list[GridRun]:
     nets = [make_net(depth, norm, residual, s) for (residual, _, _), s in zip(members, seeds)]
-    runs = fit_transformers_together(nets, task=TASK, steps=steps, lr=[m[1] for m in members],
-                                     warmup_steps=[m[2] for m in members], seeds=seeds, batch_size=32,
-                                     progress=False)
+    runs = fit_sequences(nets, task=TASK, steps=steps, lr=[m[1] for m in members],
+                         warmup_steps=[m[2] for m in members], seeds=seeds, batch_size=32,
+                         progress=False)
     return [GridRun(depth, NORMS[norm], r, lr, w, run) for (r, lr, w), run in zip(members, runs)]
 
 
@@ -173,9 +173,9 @@ def nets_for_lesions(*, seed: int = 0, steps: int = STEPS) -> dict[str, Sequence
     s = seeds_of_run(seed, 5)
     deep = make_net(6, "post", True, s[0])
     shallow = [make_net(2, "post", False, s[i]) for i in (1, 2, 3)] + [make_net(2, "post", True, s[4])]
-    fit_transformers_together([deep], task=TASK, steps=steps, lr=3e-3, seeds=[s[0]], batch_size=32,
-                              progress=False)
-    runs = fit_transformers_together(shallow, task=TASK, steps=steps, lr=[1e-3, 3e-3, 1e-2, 3e-3],
-                                     seeds=list(s[1:]), batch_size=32, progress=False)
+    fit_sequences([deep], task=TASK, steps=steps, lr=3e-3, seeds=[s[0]], batch_size=32,
+                  progress=False)
+    runs = fit_sequences(shallow, task=TASK, steps=steps, lr=[1e-3, 3e-3, 1e-2, 3e-3],
+                         seeds=list(s[1:]), batch_size=32, progress=False)
     plain = min(range(3), key=lambda i: runs[i].final_loss())
     return {"residual, 6 layers": deep, "plain, 2 layers": shallow[plain], "residual, 2 layers": shallow[3]}

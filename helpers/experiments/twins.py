@@ -6,8 +6,8 @@ post-activation blocks. The residual net is built first and the plain net is its
 :meth:`~helpers.models.mlp.DeepMLP.twin`.
 
 :func:`train_twin` trains one net with the readable loop of :func:`helpers.training.fit`;
-:func:`train_twin_group` trains many at once with :func:`helpers.stacked.fit_together`,
-which makes the same updates (to float rounding) several times faster.
+:func:`train_twin_group` trains many at once with the same loop (a stack of nets: the
+same updates, to float rounding, several times faster).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import copy
 from .._checks import choice, non_empty, positive_int, real_number
 from ..models import DeepMLP
 from ..seeding import seed_everything
-from ..stacked import fit_together
 from ..training import fit
 
 KINDS = ("plain", "residual")
@@ -49,7 +48,7 @@ def train_twin_group(data, depth: int, seeds, *, lrs=(0.05,), width: int = 32, e
     For each seed the twins are drawn once; every learning rate starts from a copy of
     those same weights and sees the same mini-batches, so the learning rates are
     compared on equal terms. Each net is the one :func:`train_twin` would train (to float
-    rounding: :func:`helpers.stacked.fit_together`).
+    rounding: :func:`helpers.training.fit` with a list of nets).
     """
     seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
     lrs = [real_number("lrs[i]", lr, low=0.0, low_inclusive=False) for lr in non_empty("lrs", lrs)]
@@ -60,9 +59,9 @@ def train_twin_group(data, depth: int, seeds, *, lrs=(0.05,), width: int = 32, e
             for kind in KINDS:
                 keys.append((kind, seed, lr))
                 models.append(copy.deepcopy(twins[kind]))
-    histories = fit_together(models, data.x_train, data.y_train, epochs=epochs, lr=[k[2] for k in keys],
-                             seeds=[k[1] for k in keys], batch_size=batch_size, progress=progress,
-                             description=f"{len(models)} nets of depth {depth}")
+    histories = fit(models, data.x_train, data.y_train, epochs=epochs, lr=[k[2] for k in keys],
+                    seed=[k[1] for k in keys], batch_size=batch_size, progress=progress,
+                    description=f"{len(models)} nets of depth {depth}")
     return dict(zip(keys, zip(models, histories)))
 
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from .._checks import choice, positive_int
+from .layers import LayerNorm, Linear
 from .mlp import INITS, init_linear_
 
 JOINS = ("add", "concat-project", "concat-grow", "none")
@@ -36,13 +37,13 @@ class JoinedMLP(nn.Module):
         self.join, self.norm = choice("join", join, JOINS), choice("norm", norm, JOIN_NORMS)
         choice("init", init, INITS)
         widths = [width * 2 ** i if join == "concat-grow" else width for i in range(blocks)]
-        self.stem = nn.Linear(positive_int("in_features", in_features), width)
-        self.norms = nn.ModuleList(nn.LayerNorm(w) if norm == "layer" else nn.Identity() for w in widths)
-        self.fc1 = nn.ModuleList(nn.Linear(w, w) for w in widths)
-        self.fc2 = nn.ModuleList(nn.Linear(w, w) for w in widths)
-        self.project = nn.ModuleList(nn.Linear(2 * w, w) for w in widths) if join == "concat-project" else None
+        self.stem = Linear(positive_int("in_features", in_features), width)
+        self.norms = nn.ModuleList(LayerNorm(w) if norm == "layer" else nn.Identity() for w in widths)
+        self.fc1 = nn.ModuleList(Linear(w, w) for w in widths)
+        self.fc2 = nn.ModuleList(Linear(w, w) for w in widths)
+        self.project = nn.ModuleList(Linear(2 * w, w) for w in widths) if join == "concat-project" else None
         final = 2 * widths[-1] if join == "concat-grow" else width
-        self.head = nn.Linear(final, positive_int("out_features", out_features))
+        self.head = Linear(final, positive_int("out_features", out_features))
         for layer in (self.stem, *self.fc1, *self.fc2):
             init_linear_(layer, init)
         for layer in (*(self.project or ()), self.head):

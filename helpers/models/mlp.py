@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .._checks import choice, positive_int, real_number
+from .layers import BatchNorm1d, LayerNorm, Linear
 
 NORMS = ("none", "batch", "layer")
 ORDERS = ("post", "pre")
@@ -31,9 +32,9 @@ INIT_NAMES = {"he": "He init", "xavier": "Xavier init", "pytorch": "PyTorch's de
 
 def _norm(kind: str, width: int) -> nn.Module:
     if kind == "batch":
-        return nn.BatchNorm1d(width)
+        return BatchNorm1d(width)
     if kind == "layer":
-        return nn.LayerNorm(width)
+        return LayerNorm(width)
     return nn.Identity()
 
 
@@ -69,7 +70,10 @@ class Block(nn.Module):
         self.norm = choice("norm", norm, NORMS)
         self.order = choice("order", order, ORDERS)
         self.branch_scale = real_number("branch_scale", branch_scale)
-        self.fc1, self.fc2 = nn.Linear(width, self.hidden), nn.Linear(self.hidden, width)
+        self.fc1, self.fc2 = Linear(width, self.hidden), Linear(self.hidden, width)
+        # The skip's factor: 1 for every net on its own. In a stack of nets that mixes
+        # plain and residual members (helpers.stack), a plain member's is 0.
+        self.skip_scale = 1.0
         # post: N1 follows fc1 (hidden units), N2 follows fc2; pre: N1 acts on the input, N2 on fc1's output
         if self.order == "post":
             self.norm1, self.norm2 = _norm(norm, self.hidden), _norm(norm, width)
@@ -94,8 +98,15 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.branch(x)
         if self.residual:
-            h = x + h
+            h = self.skip_scale * x + h
         return torch.relu(h) if self.order == "post" else h
+
+    def stack_settings(self) -> dict:
+        """The attributes :class:`helpers.stack.Stack` gives one forward pass of a stack of
+        nets, with each member's value: the skip on, scaled by 1 (residual) or 0 (plain)."""
+        return {"residual": True, "skip_scale": self.skip_scale if self.residual else 0.0}
+
+    stack_activation_dims = 2  # (batch, width): the settings' shape in a stack is (members, 1, 1)
 
     def extra_repr(self) -> str:
         return (f"width={self.width}, hidden={self.hidden}, residual={self.residual}, norm={self.norm!r}, "
@@ -127,7 +138,7 @@ class DeepMLP(nn.Module):
         self.depth, self.kind = depth, choice("kind", kind, ("plain", "residual"))
         width = positive_int("width", width)
         self.order = choice("order", order, ORDERS)
-        self.stem = nn.Linear(positive_int("in_features", in_features), width)
+        self.stem = Linear(positive_int("in_features", in_features), width)
         init_linear_(self.stem, init)
         self.stem_norm = _norm(choice("norm", norm, NORMS), width)
         self.blocks = nn.ModuleList(
@@ -137,8 +148,10 @@ class DeepMLP(nn.Module):
         )
         # Pre-activation nets end with a final normalisation and ReLU before the head.
         self.head_norm = _norm(norm, width) if order == "pre" else nn.Identity()
-        self.head = nn.Linear(width, positive_int("n_classes", n_classes, minimum=2))
+        self.head = Linear(width, positive_int("n_classes", n_classes, minimum=2))
         init_linear_(self.head, "xavier" if init != "pytorch" else "pytorch")
+
+    stack_labels = ("kind",)  # describes the net, does not enter forward: a stack may mix kinds
 
     def stem_output(self, x: torch.Tensor) -> torch.Tensor:
         """The input of the first block: ``relu(N(W_stem x))``."""

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from .._checks import choice, positive_int, real_number
+from .layers import Embedding, LayerNorm, Linear, linear
 
 NORM_POSITIONS = ("post", "pre", "none")
 
@@ -62,7 +63,7 @@ class Attention(nn.Module):
         self.n_heads = n_heads
         self.in_proj_weight = nn.Parameter(torch.empty(3 * d_model, d_model))
         self.in_proj_bias = nn.Parameter(torch.zeros(3 * d_model))
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.out_proj = Linear(d_model, d_model)
         nn.init.xavier_uniform_(self.in_proj_weight)
         nn.init.zeros_(self.out_proj.bias)
 
@@ -70,14 +71,14 @@ class Attention(nn.Module):
                 attn_mask: torch.Tensor | None = None,
                 key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         memory = x if memory is None else memory
-        batch, length, d_model = x.shape
-        w_q, w_kv = self.in_proj_weight.split([d_model, 2 * d_model])
-        b_q, b_kv = self.in_proj_bias.split([d_model, 2 * d_model])
-        q = nn.functional.linear(x, w_q, b_q)
-        k, v = nn.functional.linear(memory, w_kv, b_kv).chunk(2, dim=-1)
+        d_model = x.shape[-1]  # x is (batch, length, d_model), or (members, batch, ...) in a stack
+        w_q, w_kv = self.in_proj_weight.split([d_model, 2 * d_model], dim=-2)
+        b_q, b_kv = self.in_proj_bias.split([d_model, 2 * d_model], dim=-1)
+        q = linear(x, w_q, b_q)
+        k, v = linear(memory, w_kv, b_kv).chunk(2, dim=-1)
 
-        def heads(t):  # (batch, length, d_model) -> (batch, heads, length, d_head)
-            return t.view(batch, t.shape[1], self.n_heads, -1).transpose(1, 2)
+        def heads(t):  # (..., length, d_model) -> (..., heads, length, d_head)
+            return t.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
 
         q, k, v = heads(q), heads(k), heads(v)
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -86,7 +87,7 @@ class Attention(nn.Module):
         if key_padding_mask is not None:
             scores = scores + _additive(key_padding_mask, scores.dtype)[:, None, None, :]
         out = scores.softmax(dim=-1) @ v
-        return self.out_proj(out.transpose(1, 2).reshape(batch, length, d_model))
+        return self.out_proj(out.transpose(-3, -2).flatten(-2))
 
 
 class _Layer(nn.Module):
@@ -100,8 +101,8 @@ class _Layer(nn.Module):
             raise TypeError(f"residual must be a bool, got {type(residual).__name__}")
         self.residual = residual
         self.alpha = real_number("alpha", alpha, low=0.0)
-        self.linear1 = nn.Linear(d_model, positive_int("d_ff", d_ff))
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = Linear(d_model, positive_int("d_ff", d_ff))
+        self.linear2 = Linear(d_ff, d_model)
         if not isinstance(rezero, bool):
             raise TypeError(f"rezero must be a bool, got {type(rezero).__name__}")
         # ReZero's gates, one per sublayer, start at 0 (a parameter only when asked for, so
@@ -115,11 +116,19 @@ class _Layer(nn.Module):
     def _sublayer(self, x, fn, norm, index: int):
         """Sublayer number ``index`` of the layer, ``fn``, wrapped in Add & Norm (see the module docstring)."""
         skip = self.alpha * x if self.residual else 0.0
-        gate = 1.0 if self.rezero_gates is None else self.rezero_gates[index]
+        # (a stack of nets gives each member its own gate: hence the trailing axes)
+        gate = 1.0 if self.rezero_gates is None else self.rezero_gates[..., index, None, None, None]
         if self.norm_position == "pre":
             return skip + gate * fn(norm(x))
         out = skip + gate * fn(x)
         return norm(out) if self.norm_position == "post" else out
+
+    def stack_settings(self) -> dict:
+        """The attributes :class:`helpers.stack.Stack` gives one forward pass of a stack of
+        nets, with each member's value: the skip on, scaled by ``alpha`` (0 for a plain layer)."""
+        return {"residual": True, "alpha": self.alpha if self.residual else 0.0}
+
+    stack_activation_dims = 3  # (batch, length, d_model): in a stack the settings are (members, 1, 1, 1)
 
 
 class EncoderLayer(_Layer):
@@ -129,8 +138,8 @@ class EncoderLayer(_Layer):
                  residual: bool = True, alpha: float = 1.0, rezero: bool = False, eps: float = 1e-5):
         super().__init__(d_model, d_ff, norm_position, residual, alpha, rezero, 2)
         self.self_attn = Attention(d_model, n_heads)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm1 = LayerNorm(d_model, eps=eps)
+        self.norm2 = LayerNorm(d_model, eps=eps)
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
                 attn_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -150,9 +159,9 @@ class DecoderLayer(_Layer):
         super().__init__(d_model, d_ff, norm_position, residual, alpha, rezero, 3)
         self.self_attn = Attention(d_model, n_heads)
         self.multihead_attn = Attention(d_model, n_heads)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
-        self.norm3 = nn.LayerNorm(d_model, eps=eps)
+        self.norm1 = LayerNorm(d_model, eps=eps)
+        self.norm2 = LayerNorm(d_model, eps=eps)
+        self.norm3 = LayerNorm(d_model, eps=eps)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, *,
                 tgt_mask: torch.Tensor | None = None,
@@ -183,21 +192,23 @@ class SequenceTransformer(nn.Module):
         super().__init__()
         n_layers = positive_int("n_layers", n_layers)
         position_std = real_number("position_std", position_std, low=0.0)
-        self.embed = nn.Embedding(positive_int("vocab", vocab, minimum=2), d_model)
+        self.embed = Embedding(positive_int("vocab", vocab, minimum=2), d_model)
         self.position = nn.Parameter(position_std * torch.randn(positive_int("length", length), d_model))
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, norm_position=norm_position,
                          residual=residual, rezero=rezero)
             for _ in range(n_layers)
         )
-        self.final_norm = nn.LayerNorm(d_model) if norm_position == "pre" else nn.Identity()
-        self.head = nn.Linear(d_model, vocab)
+        self.final_norm = LayerNorm(d_model) if norm_position == "pre" else nn.Identity()
+        self.head = Linear(d_model, vocab)
 
     def embedding(self, tokens: torch.Tensor) -> torch.Tensor:
         """The stream entering the first layer: token embedding plus position."""
-        if tokens.shape[1] > self.position.shape[0]:
-            raise ValueError(f"tokens are longer ({tokens.shape[1]}) than length={self.position.shape[0]}")
-        return self.embed(tokens) + self.position[: tokens.shape[1]]
+        length = tokens.shape[-1]
+        if length > self.position.shape[-2]:
+            raise ValueError(f"tokens are longer ({length}) than length={self.position.shape[-2]}")
+        # positions (length, d_model), or (members, length, d_model) in a stack, meet every sequence
+        return self.embed(tokens) + self.position[..., :length, :].unsqueeze(-3)
 
     def forward(self, tokens: torch.Tensor, h: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``(batch, length, vocab)``; ``h`` replaces the embedding (to measure its gradient)."""
@@ -234,6 +245,6 @@ def apply_deepnorm_(model: SequenceTransformer) -> SequenceTransformer:
         layer.alpha = alpha
         d_model = layer.linear2.out_features
         layer.self_attn.in_proj_weight[2 * d_model:].mul_(beta)  # W_v; W_q and W_k unscaled
-        for linear in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
-            linear.weight.mul_(beta)
+        for writer in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
+            writer.weight.mul_(beta)
     return model
