@@ -38,7 +38,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 site: $(STAMP)
-	$(BIN)/python tools/execute.py --build
+	$(BIN)/python -m tools.execute --build
 
 test: $(STAMP)
 	$(BIN)/ruff check .
@@ -60,35 +60,35 @@ test-install: $(STAMP) ## the student edition, installed with its README's comma
 	$(PYTEST) -m install tests
 
 speed: $(STAMP)       ## this machine's speed index (tools/speed_index.py): read timings against it
-	$(BIN)/python tools/speed_index.py
+	$(BIN)/python -m tools.speed_index
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
 benchmark: $(STAMP)   ## time every notebook and every stage of `make test`; writes benchmarks/speed.json
-	$(BIN)/python tools/benchmark.py $(BENCHMARK_ARGS)
+	$(BIN)/python -m tools.benchmark $(BENCHMARK_ARGS)
 
 site-no-solutions: $(STAMP)  ## the site without solutions, for a class: _build/no-solutions/_build/html
-	$(BIN)/python tools/execute.py
-	$(BIN)/python tools/site_without_solutions.py
+	$(BIN)/python -m tools.execute
+	$(BIN)/python -m tools.site_without_solutions
 
 pdf: $(STAMP)         ## the whole book as one PDF: _build/pdf/residual-connections-measured.pdf (needs Chromium)
-	$(BIN)/python tools/execute.py
-	$(BIN)/python tools/pdf.py
+	$(BIN)/python -m tools.execute
+	$(BIN)/python -m tools.pdf
 
 student: $(STAMP)     ## the student edition: student-edition/residual-course-student.zip
-	$(BIN)/python tools/execute.py
-	$(BIN)/python tools/student.py student-edition
+	$(BIN)/python -m tools.execute
+	$(BIN)/python -m tools.student student-edition
 
 grade: $(STAMP)       ## grade SUBMISSIONS=folder (one folder per student) for CHAPTER=N: _build/classroom/grades.csv
 	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N"; exit 2; }
-	$(BIN)/python tools/classroom.py grade "$(SUBMISSIONS)" --chapter $(CHAPTER)
+	$(BIN)/python -m tools.classroom grade "$(SUBMISSIONS)" --chapter $(CHAPTER)
 
 lab: $(STAMP)
 	env -u COURSE_STATIC_BUILD $(BIN)/jupyter lab book
 
 audit: $(STAMP)       ## each page at 1280 px and 390 px: overflow, scroll cues, figure text, page weight
-	$(BIN)/python tools/site_audit.py
+	$(BIN)/python -m tools.site_audit
 
 serve:
 	$(PYTHON) -m http.server --directory _build/html 8000

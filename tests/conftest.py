@@ -12,15 +12,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import matplotlib
+import pytest
+from sitebuild import build_site, execute_notebooks
+
+from tools.toc import ROOT, toc_notebooks
+
 os.environ.setdefault("COURSE_STATIC_BUILD", "1")  # no progress bars in what the tests run
-import matplotlib  # noqa: E402
-
 matplotlib.use("Agg")  # the test process draws off-screen (the notebooks' kernels keep their inline backend)
-
-import pytest  # noqa: E402
-from sitebuild import build_site, execute_notebooks  # noqa: E402 (it puts tools/ on the path, for the tests too)
-
-from helpers.toc import ROOT, toc_notebooks  # noqa: E402
 
 STAGES: dict[str, float] = {}
 FILES: dict[str, float] = defaultdict(float)
@@ -36,7 +35,7 @@ def _timed(stage: str, fn):
 @pytest.fixture(scope="session")
 def executed():
     """{notebook: None, or the error it raised}, for seed 0, from the one execution of the book."""
-    from execute import CACHE, notebook_error, read_cache
+    from tools.execute import CACHE, notebook_error, read_cache
 
     proc = _timed("execute_notebooks_s", execute_notebooks)
     if proc.returncode not in (0, 1):  # 1: a notebook failed (reported per notebook below)
@@ -62,7 +61,7 @@ def site(site_build):
 @pytest.fixture(scope="session")
 def student_archive(executed, tmp_path_factory) -> Path:
     """The student edition's archive (``make student``), built once from the book's execution."""
-    from student import make_student_edition
+    from tools.student import make_student_edition
 
     assert not any(executed.values()), f"a notebook failed: {executed}"
     return make_student_edition(tmp_path_factory.mktemp("edition"))
@@ -71,8 +70,9 @@ def student_archive(executed, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def browser():
     """Headless Chromium (Debian's package), launched so that it makes no request of its own."""
-    from pdf import CHROMIUM, launch_chromium
     from playwright.sync_api import sync_playwright
+
+    from tools.pdf import CHROMIUM, launch_chromium
 
     if CHROMIUM is None:
         pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")

@@ -10,16 +10,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from helpers.toc import ROOT
-
-TOOLS = ROOT / "tools"
-sys.path.insert(0, str(TOOLS))
-from execute import build_book  # noqa: E402
+from tools.execute import build_book
+from tools.toc import ROOT
 
 
 def execute_notebooks() -> subprocess.CompletedProcess:
-    """``python tools/execute.py``: run every notebook not yet cached for the current code."""
-    return subprocess.run([sys.executable, str(TOOLS / "execute.py")], cwd=ROOT,
+    """``python -m tools.execute``: run every notebook not yet cached for the current code."""
+    return subprocess.run([sys.executable, "-m", "tools.execute"], cwd=ROOT,
                           capture_output=True, text=True, timeout=3000)
 
 

@@ -1,13 +1,9 @@
 """The five-chapter extrapolation of ``make benchmark`` (tools/benchmark.py), on a made-up record."""
 
-import sys
 
 import pytest
 
-from helpers.toc import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-from benchmark import extrapolate  # noqa: E402
+from tools.benchmark import extrapolate
 
 
 def test_the_five_chapter_estimate_scales_what_grows_with_the_book_and_counts_every_ci_stage():
@@ -76,7 +72,7 @@ def test_with_every_chapter_written_the_room_left_is_headroom():
 
 
 def test_ci_with_one_chapter_changed_sweeps_only_that_chapter_and_budgets_are_in_reference_seconds():
-    from benchmark import ci_scenarios
+    from tools.benchmark import ci_scenarios
 
     record = {
         "machine": {"cores": 2, "speed_index": 0.5},  # half as fast as the reference machine
@@ -98,7 +94,7 @@ def test_ci_with_one_chapter_changed_sweeps_only_that_chapter_and_budgets_are_in
 
 
 def test_the_speed_index_is_the_reference_time_over_this_machines():
-    from speed_index import REFERENCE_S, normalised, speed_index
+    from tools.speed_index import REFERENCE_S, normalised, speed_index
 
     assert speed_index(REFERENCE_S) == pytest.approx(1.0)
     assert speed_index(REFERENCE_S / 2) == pytest.approx(2.0)

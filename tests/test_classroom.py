@@ -10,9 +10,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from classroom import HIDDEN, _failures, find_exercises, grade, graded_notebook
 
-from helpers.toc import ROOT, toc_notebooks
+from tools.classroom import HIDDEN, _failures, find_exercises, grade, graded_notebook
+from tools.toc import ROOT, toc_notebooks
 
 NOTEBOOKS = toc_notebooks(ROOT)
 new_code, new_md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
@@ -142,7 +142,7 @@ def test_a_class_is_graded_into_a_gradebook_with_the_expected_points(tmp_path):
     root = tmp_path / "book"
     _tiny_book(root)
     course = tmp_path / "course"
-    from classroom import release
+    from tools.classroom import release
 
     handed_out = nbformat.read(release(1, tmp_path / "release", course, root=root)[0], as_version=4)
     assert "award" not in "".join(c.source for c in handed_out.cells), "the hidden lines are not handed out"
@@ -180,7 +180,7 @@ def test_a_class_is_graded_into_a_gradebook_with_the_expected_points(tmp_path):
 
     # The chapter gains a section after the class was graded: nbgrader keeps the graded
     # assignment, and the instructor is told what to do rather than shown nbgrader's traceback.
-    from classroom import prepare
+    from tools.classroom import prepare
 
     nbformat.write(nbformat.v4.new_notebook(cells=[new_md("# More"), new_code("x = 1")]),
                    root / "book" / "ch1" / "02_more.ipynb")

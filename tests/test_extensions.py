@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import base64
-import sys
 
-from helpers.toc import ROOT
-
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import course_explorers  # noqa: E402
-import course_icons  # noqa: E402
-import course_pages  # noqa: E402
+import course_explorers
+import course_icons
+import course_pages
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
 

@@ -19,11 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.toc import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-import fingerprints  # noqa: E402
-from run_notebooks import CLAIMS_ONLY  # noqa: E402
+from helpers.environment import MODES
+from tools import fingerprints
+from tools.toc import ROOT
 
 pytestmark = pytest.mark.slow
 PATHS_NB = "book/a/uses_paths.ipynb"
@@ -72,7 +70,7 @@ def _edit(book: Path, name: str) -> None:
 
 
 def test_a_changed_helper_re_sweeps_only_the_notebooks_that_loaded_it(book):
-    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1-2", "--changed")
+    out = _tool(book, "-m", "tools.run_notebooks", "--seeds", "1-2", "--changed")
     assert f"to sweep: {PATHS_NB} (not in the record)" in out and f"to sweep: {TUNING_NB} (not in the record)" in out
     record = json.loads((book / fingerprints.RECORD).read_text())["notebooks"]
     assert set(record) == {PATHS_NB, TUNING_NB}
@@ -82,31 +80,31 @@ def test_a_changed_helper_re_sweeps_only_the_notebooks_that_loaded_it(book):
     assert "helpers/measure/tuning.py" in record[TUNING_NB]["dependencies"]["files"]
     assert record[PATHS_NB]["seeds"] == [1, 2]
 
-    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1-2", "--changed")
+    out = _tool(book, "-m", "tools.run_notebooks", "--seeds", "1-2", "--changed")
     assert "nothing to sweep" in out and out.count("taken from") == 2
 
     _edit(book, "helpers/measure/paths.py")
-    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1-2", "--changed")
+    out = _tool(book, "-m", "tools.run_notebooks", "--seeds", "1-2", "--changed")
     assert f"to sweep: {PATHS_NB} (helpers/measure/paths.py changed)" in out
     assert f"taken from {fingerprints.RECORD}: {TUNING_NB}" in out
     assert f"{PATHS_NB} seed 1" in out and f"{TUNING_NB} seed 1" not in out
     # `make sweep` with no arguments still runs everything (and records it).
-    out = _tool(book, "tools/run_notebooks.py", "--seeds", "1")
+    out = _tool(book, "-m", "tools.run_notebooks", "--seeds", "1")
     assert f"{PATHS_NB} seed 1" in out and f"{TUNING_NB} seed 1" in out
 
 
 def test_a_stale_or_hand_edited_record_entry_is_swept_again(book):
-    _tool(book, "tools/run_notebooks.py", "--seeds", "1-2")
+    _tool(book, "-m", "tools.run_notebooks", "--seeds", "1-2")
     path = book / fingerprints.RECORD
     pristine = json.loads(path.read_text())
-    plan = fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], CLAIMS_ONLY, (1, 2), book)
+    plan = fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], MODES["claims-only"], (1, 2), book)
     assert plan.run == {} and set(plan.taken) == {PATHS_NB, TUNING_NB}
 
     def plan_after(edit) -> dict:
         record = json.loads(json.dumps(pristine))
         edit(record["notebooks"])
         path.write_text(json.dumps(record))
-        return fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], CLAIMS_ONLY, (1, 2, 3), book).run
+        return fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], MODES["claims-only"], (1, 2, 3), book).run
 
     # A seed written in by hand: the entry's digest no longer matches.
     def add_seed(entries):
@@ -123,25 +121,25 @@ def test_a_stale_or_hand_edited_record_entry_is_swept_again(book):
     # A stale entry: the notebook's code changed since its seeds held.
     path.write_text(json.dumps(pristine))
     _notebook(book / TUNING_NB, CELLS[TUNING_NB] + "\nassert True")
-    plan = fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], CLAIMS_ONLY, (1, 2), book)
+    plan = fingerprints.plan_sweep([book / PATHS_NB, book / TUNING_NB], MODES["claims-only"], (1, 2), book)
     assert plan.run == {TUNING_NB: "its code cells changed"} and list(plan.taken) == [PATHS_NB]
     # And seeds beyond those recorded are swept.
-    plan = fingerprints.plan_sweep([book / PATHS_NB], CLAIMS_ONLY, (1, 2, 3), book)
+    plan = fingerprints.plan_sweep([book / PATHS_NB], MODES["claims-only"], (1, 2, 3), book)
     assert plan.run == {PATHS_NB: "seeds [3] not swept"}
 
 
 def test_a_changed_helper_re_executes_only_the_notebooks_that_loaded_it(book):
-    out = _tool(book, "tools/execute.py")
+    out = _tool(book, "-m", "tools.execute")
     assert f"executed {PATHS_NB}" in out and f"executed {TUNING_NB}" in out and "2 notebooks" in out
-    assert "executed" not in _tool(book, "tools/execute.py").replace("2 notebooks", "")  # all cached
+    assert "executed" not in _tool(book, "-m", "tools.execute").replace("2 notebooks", "")  # all cached
 
     _edit(book, "helpers/measure/tuning.py")
-    out = _tool(book, "tools/execute.py")
+    out = _tool(book, "-m", "tools.execute")
     assert f"re-executing {TUNING_NB}: helpers/measure/tuning.py changed" in out
     assert f"executed {TUNING_NB}" in out and f"executed {PATHS_NB}" not in out
 
     (book / "helpers" / "digits.npz").write_bytes(b"not the data")  # package data no notebook read
-    assert "executed" not in _tool(book, "tools/execute.py").replace("2 notebooks", "")
+    assert "executed" not in _tool(book, "-m", "tools.execute").replace("2 notebooks", "")
 
 
 def test_the_committed_sweep_record_is_intact():

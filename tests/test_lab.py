@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.toc import ROOT, toc_notebooks
+from tools.toc import ROOT, toc_notebooks
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

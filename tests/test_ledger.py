@@ -5,16 +5,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 
 import nbformat
 import pytest
-from classroom import strip_solutions
+from course_ledger import _asserts, ledger_markdown, read_ledger, summary
 
-from helpers.toc import ROOT, toc_notebooks
-
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from course_ledger import _asserts, ledger_markdown, read_ledger, summary  # noqa: E402
+from tools.classroom import strip_solutions
+from tools.toc import ROOT, toc_notebooks
 
 NOTEBOOKS = toc_notebooks(ROOT)
 IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]

@@ -8,16 +8,13 @@ traceback. The seed sweep (``tests/test_seeds.py``, ``make sweep``) covers seeds
 from __future__ import annotations
 
 import re
-import sys
 
 import nbformat
 import pytest
 
-from helpers.toc import ROOT, toc_notebooks
-
-sys.path.insert(0, str(ROOT / "tools"))
-import execute  # noqa: E402
-from run_notebooks import seed_failures  # noqa: E402
+from tools import execute
+from tools.run_notebooks import seed_failures
+from tools.toc import ROOT, toc_notebooks
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = [str(p.relative_to(ROOT)) for p in toc_notebooks(ROOT)]

@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from helpers.toc import ROOT, page_title, toc_files
+from tools.toc import ROOT, page_title, toc_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.coursework]
 
@@ -25,7 +25,7 @@ def _flat(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def pdf(executed, browser, tmp_path_factory):
-    from pdf import PAGE, build_single_page, print_to_pdf
+    from tools.pdf import PAGE, build_single_page, print_to_pdf
 
     build = build_single_page()
     assert build.returncode == 0, f"single-page build failed:\n{build.stdout[-4000:]}\n{build.stderr[-2000:]}"

@@ -15,14 +15,10 @@ seeds that held are written into the record (``tools/fingerprints.py``).
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
-from helpers.toc import ROOT
-
-sys.path.insert(0, str(ROOT / "tools"))
-from run_notebooks import chapter_notebooks, parse_seeds, sweep_and_record  # noqa: E402
+from tools.run_notebooks import chapter_notebooks, parse_seeds, sweep_and_record
 
 pytestmark = pytest.mark.sweep
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from classroom import END, START, strip_solutions
-from plain_markdown import glued_text, plain_markdown
 
-from helpers.toc import ROOT, toc_notebooks
+from tools.classroom import END, START, strip_solutions
+from tools.plain_markdown import glued_text, plain_markdown
+from tools.toc import ROOT, toc_notebooks
 
 NOTEBOOKS = toc_notebooks(ROOT)
 BIB = ROOT / "book" / "references.bib"

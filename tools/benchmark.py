@@ -1,6 +1,6 @@
 """A record of speed: time every notebook and every stage of ``make test``; write benchmarks/speed.json.
 
-    python tools/benchmark.py            # about 20 minutes on 2 cores; rebuilds _build from scratch
+    python -m tools.benchmark            # about 20 minutes on 2 cores; rebuilds _build from scratch
 
 What is measured, on this machine:
 
@@ -40,11 +40,9 @@ import time
 from datetime import date
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_notebooks import parse_seeds, timings  # noqa: E402
-from speed_index import machine, normalised  # noqa: E402
-
-from helpers.toc import ROOT, toc_files, toc_notebooks  # noqa: E402
+from tools.run_notebooks import parse_seeds, timings
+from tools.speed_index import machine, normalised
+from tools.toc import ROOT, toc_files, toc_notebooks
 
 RECORD = ROOT / "benchmarks" / "speed.json"
 BOOK_CHAPTERS = 5

@@ -1,7 +1,7 @@
 """Grade a class: a thin layer over nbgrader that turns the book's exercises into graded cells.
 
-    python tools/classroom.py grade SUBMISSIONS --chapter 1     # or: make grade SUBMISSIONS=...
-    python tools/classroom.py release --chapter 1               # the notebooks to hand out
+    python -m tools.classroom grade SUBMISSIONS --chapter 1     # or: make grade SUBMISSIONS=...
+    python -m tools.classroom release --chapter 1               # the notebooks to hand out
 
 ``SUBMISSIONS`` holds one folder per student, named by the student's id, with that
 student's notebooks in it (named as in the student edition, e.g.
@@ -42,17 +42,12 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.toc import ROOT, toc_notebooks  # noqa: E402
+from helpers.environment import mode_environment
+from tools.toc import ROOT, toc_notebooks
 
 COURSE_ID = "residual-connections-measured"
 OUT = ROOT / "_build" / "classroom"
 TIMEOUT = 300  # seconds per cell; the longest cell of a section trains for under a minute
-# The graded kernels: seed 0, no progress bars and one frame per exploration (no one watches),
-# every run in the kernel's own process, and no warnings (nbgrader gives 0 to a cell that writes
-# to stderr).
-GRADING_ENVIRONMENT = {"COURSE_STATIC_BUILD": "1", "COURSE_CLAIMS_ONLY": "1", "COURSE_SEED": "0",
-                       "COURSE_WORKERS": "1", "PYTHONWARNINGS": "ignore", "MPLBACKEND": "Agg"}
 HIDDEN = "### BEGIN HIDDEN TESTS\nhelpers.grading.award({points})  # for the grader: score x points\n" \
          "### END HIDDEN TESTS"
 META_LINE = re.compile(r"\*\*Goal:\*\* (?P<goal>.+?) · \*\*Level:\*\* (?P<level>.+?) · "
@@ -174,8 +169,7 @@ def chapter_notebooks(chapter: int, root: Path = ROOT) -> list[Path]:
 
 
 def _nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
-    env.update(GRADING_ENVIRONMENT)
+    env = mode_environment("grading")  # seed 0, no progress bars, no warnings (helpers.environment)
     # nbgrader runs the `alembic` command of its own environment to set up the gradebook.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,

@@ -1,7 +1,7 @@
 """Execute the book's notebooks once, side by side, into the cache the site build reads.
 
-    python tools/execute.py            # every notebook in _toc.yml, seed 0; exit 1 if one fails
-    python tools/execute.py --build    # then the site, from the cache (`make site`)
+    python -m tools.execute            # every notebook in _toc.yml, seed 0; exit 1 if one fails
+    python -m tools.execute --build    # then the site, from the cache (`make site`)
 
 This is the one execution of each notebook that ``make site`` and ``make test`` share. It
 fills jupyter-cache (the cache that jupyter-book's ``execute_notebooks: cache`` reads), one
@@ -35,18 +35,17 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from fingerprints import Dependencies  # noqa: E402
-
-from helpers.parallel import available_cores  # noqa: E402
-from helpers.toc import ROOT, toc_notebooks  # noqa: E402
+from helpers.environment import MODES, mode_environment
+from helpers.parallel import available_cores
+from tools.fingerprints import Dependencies
+from tools.toc import ROOT, toc_notebooks
 
 CACHE = ROOT / "_build" / ".jupyter_cache"  # jupyter-book's default cache for ``jupyter-book build .``
 TIMEOUT = 600  # seconds per cell; a notebook's budget is 60 s in all
 # The environment of a site build's kernels: seed 0, no progress bars, checkers that show what they
 # test (not the hidden solution's result), every run in the kernel's own process (the notebooks
 # run side by side instead; results are the same bit for bit).
-SITE_ENVIRONMENT = {"COURSE_STATIC_BUILD": "1", "COURSE_SITE": "1", "COURSE_SEED": "0", "COURSE_WORKERS": "1"}
+SITE_ENVIRONMENT = MODES["site"]
 # Asked of a kernel after its notebook's last cell: what the run loaded.
 LOADED_FILES = "__import__('helpers.provenance', fromlist=['loaded_files']).loaded_files()"
 
@@ -161,11 +160,10 @@ def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) ->
 
 
 def _without_claims_only_switches(environ) -> dict[str, str]:
-    """``environ`` with :data:`SITE_ENVIRONMENT` set, and without the claims-only switch and any
-    ``MPLBACKEND`` (the kernels must keep Jupyter's inline backend, or no figure is shown)."""
-    env = {k: v for k, v in environ.items() if k not in ("COURSE_CLAIMS_ONLY", "MPLBACKEND")}
-    env.update(SITE_ENVIRONMENT)
-    return env
+    """``environ`` in the site's mode (:func:`helpers.environment.mode_environment`): among
+    others without ``MPLBACKEND``, since the kernels must keep Jupyter's inline backend, or no
+    figure is shown."""
+    return mode_environment("site", environ)
 
 
 def build_book(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.toc import ROOT
+from tools.toc import ROOT
 
 RECORD = Path("benchmarks") / "sweep.json"  # relative to the book's root
 SWEEP_SEEDS = tuple(range(1, 10))

@@ -1,6 +1,6 @@
 """The whole book as one PDF, for printing and reading offline.
 
-    python tools/pdf.py          # or: make pdf -> _build/pdf/residual-connections-measured.pdf
+    python -m tools.pdf          # or: make pdf -> _build/pdf/residual-connections-measured.pdf
 
 jupyter-book builds the book as a single HTML page (``--builder singlehtml``, warnings as
 errors, the notebooks from the same execution cache as the site), then headless Chromium
@@ -19,9 +19,8 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.toc import ROOT  # noqa: E402
-from tools.execute import build_book  # noqa: E402
+from tools.execute import build_book
+from tools.toc import ROOT
 
 SINGLE = ROOT / "_build" / "singlehtml"
 PAGE = SINGLE / "book.html"

@@ -1,9 +1,9 @@
 """Execute notebooks in fresh kernels (no cache): time them, or check their claims for many seeds.
 
-    python tools/run_notebooks.py                      # seconds per notebook, as a learner runs it
-    python tools/run_notebooks.py --seeds 1-9          # the seed sweep: claims only, every notebook
-    python tools/run_notebooks.py --seeds 1-9 --chapter 3
-    python tools/run_notebooks.py --seeds 1-9 --changed  # only what changed since benchmarks/sweep.json
+    python -m tools.run_notebooks                      # seconds per notebook, as a learner runs it
+    python -m tools.run_notebooks --seeds 1-9          # the seed sweep: claims only, every notebook
+    python -m tools.run_notebooks --seeds 1-9 --chapter 3
+    python -m tools.run_notebooks --seeds 1-9 --changed  # only what changed since benchmarks/sweep.json
 
 The timing runs each notebook as a learner's "Run All" does (progress bars on, runs side by
 side on every core); it prints a table against the budget of 60 s a notebook. With
@@ -36,18 +36,13 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(1, str(Path(__file__).resolve().parent))
-from helpers.parallel import available_cores  # noqa: E402
-from helpers.toc import ROOT, toc_notebooks  # noqa: E402
+from helpers.environment import MODES, mode_environment
+from helpers.parallel import available_cores
+from tools.toc import ROOT, toc_notebooks
 
 BUDGET_S = 60
-# A sweep run checks the asserts and nothing else: no progress bars, one process per run (the
-# sweep runs notebooks side by side instead), one frame per exploration, no figure rendered.
-CLAIMS_ONLY = {"COURSE_STATIC_BUILD": "1", "COURSE_CLAIMS_ONLY": "1", "COURSE_WORKERS": "1",
-               "MPLBACKEND": "agg"}
-COURSE_VARIABLES = ("COURSE_STATIC_BUILD", "COURSE_SITE", "COURSE_CLAIMS_ONLY", "COURSE_WORKERS", "COURSE_SEED",
-                    "MPLBACKEND")
+# A sweep run checks the asserts and nothing else (helpers.environment's claims-only mode).
+CLAIMS_ONLY = MODES["claims-only"]
 # What every notebook imports, loaded once by the sweep's server process (see the module's docstring).
 # Only ``helpers`` itself of the course's package: a module the server loaded would be in every run's
 # record of what it loaded (helpers.provenance), so each run imports the modules it uses.
@@ -71,9 +66,7 @@ def execute(path: Path, seed: int | None = None, *, learner: bool = False) -> tu
     ``learner``: as in JupyterLab (progress bars, runs side by side); otherwise as the site
     build runs it. (The sweep's claims-only runs are :func:`run_cells`.)
     """
-    env = {k: v for k, v in os.environ.items() if k not in COURSE_VARIABLES}
-    if not learner:
-        env["COURSE_STATIC_BUILD"] = "1"
+    env = mode_environment("learner" if learner else "site")
     if seed is not None:
         env["COURSE_SEED"] = str(seed)
     nb = nbformat.read(path, as_version=4)
@@ -184,8 +177,8 @@ def sweep_and_record(paths, seed_list, *, changed_only: bool = False, root: Path
     and why; sweep the rest; write the seeds that held into the record. Returns the failures."""
     from datetime import date
 
-    from fingerprints import plan_sweep, update_record
-    from speed_index import machine
+    from tools.fingerprints import plan_sweep, update_record
+    from tools.speed_index import machine
 
     if changed_only:
         plan = plan_sweep(paths, CLAIMS_ONLY, seed_list, root)

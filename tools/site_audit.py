@@ -13,7 +13,7 @@ For every page and width it records, in a real Chromium:
 * **weight**: every byte the first view of the page transfers (each response as a web server
   sends it, gzip-compressed where that makes it smaller), by kind of resource.
 
-``python tools/site_audit.py [page ...]`` prints the report for the built site in
+``python -m tools.site_audit [page ...]`` prints the report for the built site in
 ``_build/html``; ``tests/test_site.py`` asserts the budgets below on every page.
 """
 
@@ -191,11 +191,10 @@ def audit_page(browser, server: str, page: str, width: str) -> dict:
 
 
 def main(pages: list[str]) -> int:
-    sys.path.insert(0, str(ROOT))
-    from pdf import launch_chromium
     from playwright.sync_api import sync_playwright
 
-    from helpers.toc import toc_files
+    from tools.pdf import launch_chromium
+    from tools.toc import toc_files
 
     pages = pages or [str(p.relative_to(ROOT).with_suffix(".html")) for p in toc_files(ROOT)]
     with serve() as server, sync_playwright() as pw:
@@ -222,5 +221,4 @@ def main(pages: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     raise SystemExit(main(sys.argv[1:]))

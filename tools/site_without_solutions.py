@@ -1,6 +1,6 @@
 """The site without solutions, for a class that should not see them (``make site-no-solutions``).
 
-    python tools/site_without_solutions.py     # -> _build/no-solutions/_build/html
+    python -m tools.site_without_solutions     # -> _build/no-solutions/_build/html
 
 The same book and the same executed notebooks (the jupyter-cache of ``make site``), built
 with ``course_hide_solutions`` (``book/_ext/course_solutions.py``) into a folder of its own.
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.toc import ROOT  # noqa: E402
-from tools.execute import CACHE, build_book  # noqa: E402
+from tools.execute import CACHE, build_book
+from tools.toc import ROOT
 
 OUT = ROOT / "_build" / "no-solutions"
 HTML = OUT / "_build" / "html"

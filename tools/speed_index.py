@@ -1,6 +1,6 @@
 """A machine's speed index: how fast this machine runs the kind of work the course does.
 
-    python tools/speed_index.py      # prints the index and the workload's seconds (about 5 s)
+    python -m tools.speed_index      # prints the index and the workload's seconds (about 5 s)
 
 Machines of one kind differ two to three times in speed, so a timing means little without
 the speed of the machine it was taken on. The workload is fixed for good and uses nothing of

@@ -1,6 +1,6 @@
 """Make the student edition: one archive a student installs and runs with two commands.
 
-    python tools/student.py student-edition        # or: make student
+    python -m tools.student student-edition        # or: make student
 
 It writes ``student-edition/residual-course-student/`` and ``student-edition/residual-course-student.zip``:
 
@@ -32,11 +32,10 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.toc import ROOT, page_title, toc_notebooks  # noqa: E402
-from tools.classroom import release  # noqa: E402
-from tools.execute import CACHE, executed_notebook, read_cache  # noqa: E402
-from tools.plain_markdown import glued_values, plain_markdown  # noqa: E402
+from tools.classroom import release
+from tools.execute import CACHE, executed_notebook, read_cache
+from tools.plain_markdown import glued_values, plain_markdown
+from tools.toc import ROOT, page_title, toc_notebooks
 
 NAME = "residual-course-student"
 # Besides what ``helpers`` needs (its wheel's dependencies): JupyterLab and a kernel to run the notebooks.
@@ -108,7 +107,7 @@ def _glued(root: Path) -> dict[str, dict[str, str]]:
             glued[path.name] = glued_values(executed_notebook(path, cache))
         except KeyError as err:
             raise RuntimeError(f"{path.relative_to(root)} has not been executed for its current code: run "
-                               "`python tools/execute.py` (or `make site`) first") from err
+                               "`python -m tools.execute` (or `make site`) first") from err
     return glued
 
 

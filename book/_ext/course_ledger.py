@@ -192,7 +192,7 @@ def ledger_markdown(entries: list[Entry], page: Path) -> str:
 # --- Sphinx -----------------------------------------------------------------------------
 
 def _book_notebooks(app) -> list[Path]:
-    from helpers.toc import toc_notebooks
+    from tools.toc import toc_notebooks
 
     return toc_notebooks(Path(app.srcdir))
 

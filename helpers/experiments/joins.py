@@ -7,8 +7,9 @@ time of a step (:func:`helpers.measure.cost.seconds_per_step`) and the gradient 
 the stem's output relative to the one that reaches the last block's output
 (:func:`helpers.measure.cost.stream_gradient_norms`), the whole of it and the part that
 comes along the joins' own path (the identity for add, the projections for concat); then it
-trains a copy of the net with SGD (:func:`helpers.training.fit`) at each learning rate asked
-for and records the training loss per epoch and the test error.
+trains a copy of the net with SGD at each learning rate asked for, the copies together
+(:func:`helpers.training.fit` with a list of nets), and records the training loss per epoch
+and the test error.
 """
 
 from __future__ import annotations
@@ -73,10 +74,10 @@ def compare_joins(data, *, joins=("add", "concat-project", "none"), blocks: int 
             saved = saved_tensor_bytes(lambda net=drawn: torch.nn.functional.cross_entropy(net(x_step), y_step))
             step = seconds_per_step(drawn, x_step, y_step)
             params = sum(p.numel() for p in drawn.parameters())
-            for lr in lrs:
-                net = copy.deepcopy(drawn)
-                history = fit(net, data.x_train, data.y_train, epochs=epochs, lr=lr, seed=seed, progress=progress,
-                              description=f"{join}, seed {seed}, lr {lr:g}")
+            nets = [copy.deepcopy(drawn) for _ in lrs]  # one copy per rate, trained together
+            histories = fit(nets, data.x_train, data.y_train, epochs=epochs, lr=lrs, seed=[seed] * len(lrs),
+                            progress=progress, description=f"{join}, seed {seed}")
+            for lr, net, history in zip(lrs, nets, histories):
                 net.eval()
                 with torch.no_grad():
                     error = float((net(data.x_test).argmax(1) != data.y_test).float().mean())
