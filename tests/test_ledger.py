@@ -25,6 +25,13 @@ def test_every_claim_cell_has_a_ledger_entry(path):
             assert cell.metadata.get("ledger"), f"{path.name}: a cell asserts but has no ledger entry:\n{cell.source}"
 
 
+def test_asserts_are_listed_in_source_order():
+    """Entries number a cell's asserts as they are written; a breadth-first walk of the syntax
+    tree would list a top-level assert before one written above it inside a loop."""
+    source = "for k in range(3):\n    assert k < 3\nassert total > 1\nif ok:\n    assert ok\nassert (a\n        == b)\n"
+    assert _asserts(source) == ["k < 3", "total > 1", "ok", "a == b"]
+
+
 def test_the_ledger_reads_and_its_ids_are_unique():
     entries = read_ledger(NOTEBOOKS)
     counts = summary(entries)

@@ -62,17 +62,15 @@ def label_of(claim_id) -> str:
 
 
 def _asserts(source: str) -> list[str]:
-    """The test of every top-level ``assert`` in a cell, each on one line (no message)."""
+    """The test of every ``assert`` in a cell, in source order (as entries number them; an
+    assert inside a loop or a function counts where it is written), each on one line (no
+    message)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    tests = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assert):
-            text = ast.get_source_segment(source, node.test) or ast.unparse(node.test)
-            tests.append(" ".join(text.split()))
-    return tests
+    nodes = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assert)), key=lambda n: (n.lineno, n.col_offset))
+    return [" ".join((ast.get_source_segment(source, n.test) or ast.unparse(n.test)).split()) for n in nodes]
 
 
 def _entries_of(meta) -> list[dict]:
