@@ -75,28 +75,35 @@ class Stack:
 
     def __init__(self, models: Sequence[nn.Module]):
         self.models = check_stackable(models)
-        params, buffers = stack_module_state(self.models)
+        params, self.buffers = stack_module_state(self.models)
+        # A stack of one runs its net as it is, without the member axis (same values, fewer
+        # operations); its inputs and outputs still carry the axis.
+        self.alone = len(self.models) == 1
         # the template: a copy of the first net holding every member's values
         self.net = copy.deepcopy(self.models[0])
         # One (P,) tensor holds every stacked parameter and one its gradient; the template's
         # parameters (and their .grad) are views of them, so an optimiser steps all at once.
         self.flat = torch.cat([v.detach().reshape(-1) for v in params.values()]).requires_grad_()
         self.flat.grad = torch.zeros_like(self.flat)
+        self.stacked: dict[str, torch.Tensor] = {}
+        """Each parameter, ``(E, *shape)``, a view of :attr:`flat`."""
         members, offset = [], 0
         for name, value in params.items():
-            module, leaf = self._owner(name)
             piece = slice(offset, offset + value.numel())
-            module._parameters[leaf] = nn.Parameter(self.flat.detach()[piece].view(value.shape))
-            module._parameters[leaf].grad = self.flat.grad[piece].view(value.shape)
+            self.stacked[name] = self.flat.detach()[piece].view(value.shape)
+            grad = self.flat.grad[piece].view(value.shape)
+            module, leaf = self._owner(name)
+            module._parameters[leaf] = nn.Parameter(self.stacked[name][0] if self.alone else self.stacked[name])
+            module._parameters[leaf].grad = grad[0] if self.alone else grad
             members.append(torch.arange(len(self.models)).repeat_interleave(value[0].numel()))
             offset += value.numel()
         self.member_of = torch.cat(members)
         """The member each entry of :attr:`flat` belongs to."""
-        for name, value in buffers.items():
+        for name, value in self.buffers.items():
             module, leaf = self._owner(name)
-            module._buffers[leaf] = value
+            module._buffers[leaf] = value[0] if self.alone else value
         for name, module in self.net.named_modules():
-            if hasattr(module, "stack_settings"):
+            if hasattr(module, "stack_settings") and not self.alone:
                 for key, value in self._setting(name, module.stack_activation_dims).items():
                     setattr(module, key, value)
 
@@ -126,6 +133,8 @@ class Stack:
         self.flat.grad.zero_()
 
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        if self.alone:
+            return self.net(*(x[0] for x in inputs)).unsqueeze(0)
         return self.net(*inputs)
 
     def train(self, mode: bool = True) -> Stack:
@@ -136,9 +145,8 @@ class Stack:
     @torch.no_grad()
     def write_back(self) -> None:
         """Copy the trained parameters and buffers into the members' modules."""
-        params, buffers = dict(self.net.named_parameters()), dict(self.net.named_buffers())
         for e, model in enumerate(self.models):
             for name, p in model.named_parameters():
-                p.copy_(params[name][e])
+                p.copy_(self.stacked[name][e])
             for name, b in model.named_buffers():
-                b.copy_(buffers[name][e])
+                b.copy_(self.buffers[name][e])

@@ -86,6 +86,12 @@ def test_every_figure_cell_shows_its_figure_with_alt_text(site):
             assert 'alt="' in match.group(0), f"{page}: figure {name!r} has no alt text"
 
 
+def test_every_page_names_its_licences(site):
+    for page in PAGES:
+        text = _html(site, page)
+        assert "creativecommons.org/licenses/by-sa/4.0" in text and "opensource.org/license/mit" in text, page
+
+
 def test_glued_numbers_and_solutions_are_rendered(site):
     text = _html(site, "book/ch1/01_degradation.html")
     assert "glue:text" not in text and "{glue" not in text

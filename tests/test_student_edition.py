@@ -70,7 +70,8 @@ def test_student_edition_is_one_archive_without_solutions(student_archive):
         names = z.namelist()
         texts = {n: z.read(n) for n in names if not n.endswith("/")}
     top = {n.split("/")[1] for n in names if n.count("/") >= 1 and n.split("/")[1]}
-    assert top == {"README.md", "requirements.txt", "wheels", *{p.parent.name for p in NOTEBOOKS}}
+    assert top == {"README.md", "requirements.txt", "wheels", "LICENSE", "LICENSE-CONTENT",
+                   *{p.parent.name for p in NOTEBOOKS}}
     assert not any("instructors" in n for n in names)
     (wheel,) = [n for n in names if n.endswith(".whl")]
     with zipfile.ZipFile(__import__("io").BytesIO(texts[wheel])) as w:

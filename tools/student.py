@@ -63,6 +63,9 @@ what is right and what is not yet. The checker cells are read-only: run them, do
 them. Hand in the notebooks as your instructor asks; they are graded by running them again
 from the top, so make sure each one runs from a fresh kernel (Kernel > Restart Kernel and
 Run All Cells).
+
+The code is under the MIT licence (`LICENSE`), the text and figures under CC BY-SA 4.0
+(`LICENSE-CONTENT`).
 """
 
 
@@ -151,6 +154,8 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
     wheel = build_wheel(folder / "wheels", root)
     (folder / "requirements.txt").write_text(student_requirements(wheel, root), encoding="utf-8")
     (folder / "README.md").write_text(README, encoding="utf-8")
+    for name in ("LICENSE", "LICENSE-CONTENT"):  # code MIT, text and figures CC BY-SA 4.0
+        shutil.copyfile(root / name, folder / name)
     return Path(shutil.make_archive(str(out_dir / NAME), "zip", out_dir, NAME))
 
 

@@ -29,6 +29,12 @@ from torch import nn
 from torch.nn import functional as F
 
 
+def scaled(scale: float | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``scale * x``, or ``x`` itself when ``scale`` is the number 1 (one operation less, the
+    same value): a net alone has a skip scale of 1, a stack of nets one per member."""
+    return x if isinstance(scale, (int, float)) and scale == 1 else scale * x
+
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """``x W^T + b``, as ``F.linear``; with a member axis (``weight`` of shape ``(E, out, in)``,
     ``x`` of shape ``(E, ..., in)``) each member's own map."""

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from .._checks import choice, positive_int, real_number
-from .layers import BatchNorm1d, LayerNorm, Linear
+from .layers import BatchNorm1d, LayerNorm, Linear, scaled
 
 NORMS = ("none", "batch", "layer")
 ORDERS = ("post", "pre")
@@ -98,7 +98,7 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.branch(x)
         if self.residual:
-            h = self.skip_scale * x + h
+            h = scaled(self.skip_scale, x) + h
         return torch.relu(h) if self.order == "post" else h
 
     def stack_settings(self) -> dict:

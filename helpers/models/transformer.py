@@ -19,13 +19,11 @@ match ``torch.nn.TransformerEncoderLayer`` and ``torch.nn.TransformerDecoderLaye
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
 from .._checks import choice, positive_int, real_number
-from .layers import Embedding, LayerNorm, Linear, linear
+from .layers import Embedding, LayerNorm, Linear, linear, scaled
 
 NORM_POSITIONS = ("post", "pre", "none")
 
@@ -70,24 +68,27 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, *,
                 attn_mask: torch.Tensor | None = None,
                 key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-        memory = x if memory is None else memory
         d_model = x.shape[-1]  # x is (batch, length, d_model), or (members, batch, ...) in a stack
-        w_q, w_kv = self.in_proj_weight.split([d_model, 2 * d_model], dim=-2)
-        b_q, b_kv = self.in_proj_bias.split([d_model, 2 * d_model], dim=-1)
-        q = linear(x, w_q, b_q)
-        k, v = linear(memory, w_kv, b_kv).chunk(2, dim=-1)
+        if memory is None:  # self-attention: queries, keys and values from one product
+            q, k, v = linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        else:
+            w_q, w_kv = self.in_proj_weight.split([d_model, 2 * d_model], dim=-2)
+            b_q, b_kv = self.in_proj_bias.split([d_model, 2 * d_model], dim=-1)
+            q = linear(x, w_q, b_q)
+            k, v = linear(memory, w_kv, b_kv).chunk(2, dim=-1)
 
-        def heads(t):  # (..., length, d_model) -> (..., heads, length, d_head)
-            return t.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
+        def heads(t):  # (..., length, d_model) -> (sequences, heads, length, d_head)
+            return t.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2).flatten(0, -4)
 
-        q, k, v = heads(q), heads(k), heads(v)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        mask = None  # added to the scores: -inf where a query may not attend
         if attn_mask is not None:
-            scores = scores + _additive(attn_mask, scores.dtype)
+            mask = _additive(attn_mask, x.dtype)
         if key_padding_mask is not None:
-            scores = scores + _additive(key_padding_mask, scores.dtype)[:, None, None, :]
-        out = scores.softmax(dim=-1) @ v
-        return self.out_proj(out.transpose(-3, -2).flatten(-2))
+            padding = _additive(key_padding_mask, x.dtype)[:, None, None, :]
+            mask = padding if mask is None else mask + padding
+        # softmax(Q K^T / sqrt(d_head) + mask) V, as one fused PyTorch operation
+        out = nn.functional.scaled_dot_product_attention(heads(q), heads(k), heads(v), attn_mask=mask)
+        return self.out_proj(out.transpose(-3, -2).reshape(x.shape))
 
 
 class _Layer(nn.Module):
@@ -115,12 +116,12 @@ class _Layer(nn.Module):
 
     def _sublayer(self, x, fn, norm, index: int):
         """Sublayer number ``index`` of the layer, ``fn``, wrapped in Add & Norm (see the module docstring)."""
-        skip = self.alpha * x if self.residual else 0.0
+        skip = scaled(self.alpha, x) if self.residual else 0.0  # alpha * x (x itself when alpha is 1)
         # (a stack of nets gives each member its own gate: hence the trailing axes)
         gate = 1.0 if self.rezero_gates is None else self.rezero_gates[..., index, None, None, None]
         if self.norm_position == "pre":
-            return skip + gate * fn(norm(x))
-        out = skip + gate * fn(x)
+            return skip + scaled(gate, fn(norm(x)))
+        out = skip + scaled(gate, fn(x))
         return norm(out) if self.norm_position == "post" else out
 
     def stack_settings(self) -> dict:
