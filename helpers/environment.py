@@ -36,7 +36,7 @@ MODES: dict[str, dict[str, str]] = {
 }
 """Each mode's variables (module docstring)."""
 COURSE_VARIABLES = tuple(sorted({k for mode in MODES.values() for k in mode}))
-"""Every variable a mode sets: :func:`mode_environment` clears them all before setting one mode's."""
+"""The variables that any mode sets, all cleared by :func:`mode_environment` before it sets one mode's."""
 
 
 def mode_environment(mode: str, base: Mapping[str, str] | None = None) -> dict[str, str]:

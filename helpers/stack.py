@@ -3,24 +3,24 @@
 The course's nets are tiny (width 16 to 32), so a training step costs little arithmetic and
 a lot of per-operation overhead: a 56-layer net spends most of its time dispatching a few
 hundred small operations. A :class:`Stack` of ``E`` nets runs them as one net whose every
-parameter has a leading *member* axis, with PyTorch's model-ensembling tools:
-``torch.func.stack_module_state`` stacks the members' parameters and buffers, and
-``torch.func.functional_call`` runs the first member's module, the *template*, with the
+parameter has a leading *member* axis: ``torch.func.stack_module_state`` stacks the
+members' parameters and buffers, and a copy of the first member, the *template*, holds the
 stacked tensors in place of its own. So the code that runs is the model's own ``forward``;
 its layers (:mod:`helpers.models.layers`) run a member axis as well as none. Twelve nets
-then train in about the time of two.
+then train in about the time of two. A stack of one runs its net without the member axis.
 
 Nothing is shared between members: member ``e``'s outputs depend on its own parameters,
 buffers (BatchNorm's running statistics) and inputs only. Settings that are plain attributes
 of a module rather than tensors (whether a block's skip is on, DeepNorm's skip scale
 ``alpha``) may differ between members: a module that has them names them in
-``stack_settings()``, and for the duration of the call the template carries them as
-``(E, 1, ..., 1)`` tensors, one value per member (e.g. a plain member's skip scale is 0, so
-its block computes ``0 * x + F(x) = F(x)`` exactly).
+``stack_settings()``, and the template carries them as ``(E, 1, ..., 1)`` tensors, one value
+per member (e.g. a plain member's skip scale is 0, so its block computes
+``0 * x + F(x) = F(x)`` exactly).
 
-All members' parameters live in one ``(E, P)`` tensor, :attr:`Stack.flat`, so that an
-optimiser step is a handful of operations on it; :meth:`Stack.write_back` copies the trained
-values into the members' modules.
+All members' parameters live in one ``(P,)`` tensor, ``Stack.flat`` (the template's
+parameters and their gradients are views of it and of its gradient), so that an optimiser
+step is a handful of operations on it; :meth:`Stack.write_back` copies the trained values
+into the members' modules.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class Stack:
         self.flat = torch.cat([v.detach().reshape(-1) for v in params.values()]).requires_grad_()
         self.flat.grad = torch.zeros_like(self.flat)
         self.stacked: dict[str, torch.Tensor] = {}
-        """Each parameter, ``(E, *shape)``, a view of :attr:`flat`."""
+        """Each parameter, ``(E, *shape)``, a view of ``flat``."""
         members, offset = [], 0
         for name, value in params.items():
             piece = slice(offset, offset + value.numel())
@@ -98,7 +98,7 @@ class Stack:
             members.append(torch.arange(len(self.models)).repeat_interleave(value[0].numel()))
             offset += value.numel()
         self.member_of = torch.cat(members)
-        """The member each entry of :attr:`flat` belongs to."""
+        """The member each entry of ``flat`` belongs to."""
         for name, value in self.buffers.items():
             module, leaf = self._owner(name)
             module._buffers[leaf] = value[0] if self.alone else value

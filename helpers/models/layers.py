@@ -2,7 +2,7 @@
 
 :class:`helpers.stack.Stack` trains ``E`` nets of one shape at once by calling the model's
 own ``forward`` with every parameter stacked along a new leading *member* axis
-(``torch.func.stack_module_state`` and ``functional_call``): a linear weight of shape
+(``torch.func.stack_module_state``): a linear weight of shape
 ``(out, in)`` becomes ``(E, out, in)`` and the activations ``(batch, features)`` become
 ``(E, batch, features)``. Element-wise operations (ReLU, the skip's addition) broadcast over
 that axis by themselves; the four layers below are the ones whose parameters meet the
@@ -17,9 +17,9 @@ depends on member ``e``'s parameters and inputs only:
 * :class:`LayerNorm`: normalise each vector, then each member's own gain and bias;
 * :class:`Embedding`: each member looks tokens up in its own table.
 
-``torch.func.vmap`` would batch PyTorch's layers with no such help; on a CPU, at this
-course's sizes, it makes a training step 1.3 to 2 times slower (measured in
-``tests/test_stack.py``'s module docstring), so the course uses these instead.
+``torch.func.vmap`` over ``torch.func.functional_call`` would batch PyTorch's layers with no
+such help; on a CPU, at this course's sizes, it makes a training step 1.3 to 2 times slower
+(measured in ``tests/test_stack.py``'s module docstring), so the course uses these instead.
 """
 
 from __future__ import annotations
