@@ -58,6 +58,11 @@ def is_static_build() -> bool:
     return _flag(STATIC_VARIABLE)
 
 
+def show_progress(progress: bool | None = None) -> bool:
+    """Whether to draw a progress bar: ``progress`` if given, else unless this is a static build."""
+    return (not is_static_build()) if progress is None else bool(progress)
+
+
 def is_claims_only() -> bool:
     """True when a notebook is re-run only to check its asserted claims (the seed sweep of
     the tests): explorations then draw just their first frame, since no one will look."""

@@ -32,7 +32,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ._checks import positive_int
-from .environment import is_static_build
+from .environment import show_progress
 
 WORKERS_VARIABLE = "COURSE_WORKERS"
 
@@ -119,7 +119,7 @@ def run_all(fn, jobs, *, workers: int | None = None, progress: bool | None = Non
         raise TypeError("jobs must be a list of dicts of keyword arguments for fn")
     workers = default_workers() if workers is None else positive_int("workers", workers)
     workers = min(workers, len(jobs)) if jobs else 1
-    show = (not is_static_build()) if progress is None else bool(progress)
+    show = show_progress(progress)
     if workers > 1:
         try:
             pickle.dumps(fn)

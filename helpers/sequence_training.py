@@ -21,7 +21,6 @@ import torch
 
 from ._checks import choice, positive_int, real_number
 from .data import SEQUENCE_TASKS, sequence_targets, sequence_task
-from .environment import is_static_build
 from .measure.sublayers import accuracy
 from .models.transformer import SequenceTransformer
 from .seeding import generator
@@ -87,8 +86,7 @@ def fit_sequences(models: Sequence[SequenceTransformer], *, task: str, steps: in
     targets = sequence_targets(task, tokens)
     batches = ((tokens[:, k], targets[:, k]) for k in range(steps))
     losses, _ = train_steps(models, batches, steps=steps, lrs=lrs, warmups=warmups, optimizer="adam",
-                            progress=(not is_static_build()) if progress is None else bool(progress),
-                            description=description)
+                            progress=progress, description=description)
     test_tokens, test_targets = sequence_task(task, test_size, length, vocab, seed=test_seed)
     return [SequenceRun(losses[:, e].copy(), accuracy(model, test_tokens, test_targets), lrs[e], warmups[e],
                         bool(model.layers[0].residual)) for e, model in enumerate(models)]

@@ -36,7 +36,7 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from ._checks import choice, positive_int, real_number
-from .environment import is_static_build
+from .environment import show_progress
 from .seeding import generator
 from .stack import Stack
 
@@ -83,7 +83,7 @@ def rates(lrs: Sequence[float], warmups: Sequence[int], k: int) -> torch.Tensor:
 
 def train_steps(models: Sequence[nn.Module], batches: Iterable[tuple[torch.Tensor, torch.Tensor]], *,
                 steps: int, lrs: Sequence[float], warmups: Sequence[int], optimizer: str = "sgd",
-                momentum: float = 0.9, weight_decay: float = 0.0, progress: bool = False,
+                momentum: float = 0.9, weight_decay: float = 0.0, progress: bool | None = None,
                 description: str = "training") -> tuple[np.ndarray, np.ndarray]:
     """Train ``models`` (one structure) for ``steps`` steps, in place (module docstring).
 
@@ -95,8 +95,8 @@ def train_steps(models: Sequence[nn.Module], batches: Iterable[tuple[torch.Tenso
     stack = Stack(models).train()
     opt = make_optimizer([stack.flat], optimizer, momentum, weight_decay)
     losses, errors = torch.empty(steps, len(stack)), torch.empty(steps, len(stack))
-    for k, (inputs, targets) in enumerate(tqdm(batches, total=steps, desc=description, disable=not progress,
-                                               leave=False), start=1):
+    bar = tqdm(batches, total=steps, desc=description, disable=not show_progress(progress), leave=False)
+    for k, (inputs, targets) in enumerate(bar, start=1):
         logits = stack(inputs).flatten(1, -2)  # (E, examples or tokens, classes)
         targets = targets.flatten(1)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view(targets.shape)
@@ -153,8 +153,7 @@ def fit(model: nn.Module | Sequence[nn.Module], x: torch.Tensor, y: torch.Tensor
 
     losses, errors = train_steps(models, batches(), steps=epochs * len(sizes), lrs=lrs, warmups=warmups,
                                  optimizer=optimizer, momentum=momentum, weight_decay=weight_decay,
-                                 progress=(not is_static_build()) if progress is None else bool(progress),
-                                 description=description)
+                                 progress=progress, description=description)
     histories = []
     for e in range(n):
         per_epoch = zip(losses[:, e].reshape(epochs, -1), errors[:, e].reshape(epochs, -1))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 import shutil
 import subprocess
 import sys
@@ -137,7 +136,7 @@ def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) ->
     for path in notebooks:
         cache.add_nb_to_project(str(path))
     stale = [path for path in notebooks if cache.get_cached_project_nb(str(path)) is None]
-    env = _without_claims_only_switches(os.environ)
+    env = mode_environment("site")  # no MPLBACKEND: the kernels keep Jupyter's inline backend
     with ProcessPoolExecutor(max_workers=max(1, min(available_cores(), len(stale)))) as pool:
         runs = {path: pool.submit(execute_one, str(path), env) for path in stale}
         for path, future in runs.items():
@@ -159,20 +158,13 @@ def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) ->
     return {path: notebook_error(cache, path) for path in notebooks}
 
 
-def _without_claims_only_switches(environ) -> dict[str, str]:
-    """``environ`` in the site's mode (:func:`helpers.environment.mode_environment`): among
-    others without ``MPLBACKEND``, since the kernels must keep Jupyter's inline backend, or no
-    figure is shown."""
-    return mode_environment("site", environ)
-
-
 def build_book(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess:
     """``jupyter-book build ROOT -W -n --keep-going ARGS`` (warnings are errors) in the site's
     environment, the notebooks read from the cache: the site, the PDF's single page and the
     site without solutions are all built this way."""
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
     return subprocess.run([jupyter_book, "build", str(root), "-W", "-n", "--keep-going", *args], cwd=root,
-                          capture_output=True, text=True, env=_without_claims_only_switches(os.environ),
+                          capture_output=True, text=True, env=mode_environment("site"),
                           timeout=1500)
 
 
