@@ -167,3 +167,18 @@ def test_package_file_names_what_is_wrong():
         package_file("nothing.npz")
     with pytest.raises(ValueError, match="name must be a file name inside the helpers package"):
         package_file("../requirements.txt")
+
+
+def test_the_sweep_starts_the_runs_the_record_timed_longest(tmp_path):
+    from tools.run_notebooks import longest_first
+
+    record = {"notebooks": {"book/short.ipynb": {"claims_only_s": {"1": 2.0, "2": 4.0}},
+                            "book/long.ipynb": {"claims_only_s": {"1": 40.0}}}}
+    (tmp_path / fingerprints.RECORD).parent.mkdir()
+    (tmp_path / fingerprints.RECORD).write_text(json.dumps(record))
+    names = ("short.ipynb", "new.ipynb", "long.ipynb")
+    jobs = [(tmp_path / "book" / name, seed) for seed in (1, 2) for name in names]
+    ordered = [(path.name, seed) for path, seed in longest_first(jobs, tmp_path)]
+    assert ordered == [("long.ipynb", 1), ("long.ipynb", 2), ("short.ipynb", 1), ("short.ipynb", 2),
+                       ("new.ipynb", 1), ("new.ipynb", 2)]
+    assert sorted(ordered) == sorted((p.name, s) for p, s in jobs)  # the same runs, reordered

@@ -43,10 +43,13 @@ from tools.toc import ROOT, toc_notebooks
 BUDGET_S = 60
 # A sweep run checks the asserts and nothing else (helpers.environment's claims-only mode).
 CLAIMS_ONLY = MODES["claims-only"]
-# What every notebook imports, loaded once by the sweep's server process (see the module's docstring).
-# Only ``helpers`` itself of the course's package: a module the server loaded would be in every run's
-# record of what it loaded (helpers.provenance), so each run imports the modules it uses.
-PRELOAD = ["IPython", "numpy", "torch", "matplotlib.pyplot", "tqdm.auto", "ipywidgets", "helpers"]
+# What every notebook imports, loaded once by the sweep's server process (see the module's docstring),
+# and what a run imports to read its notebook: nbformat alone costs about 2 s (its JSON-schema
+# validator builds a URI grammar on import), which was most of a run's overhead. Only ``helpers``
+# itself of the course's package: a module the server loaded would be in every run's record of what
+# it loaded (helpers.provenance), so each run imports the modules it uses.
+PRELOAD = ["IPython", "numpy", "torch", "matplotlib.pyplot", "tqdm.auto", "ipywidgets", "helpers",
+           "nbformat", "nbclient"]
 
 
 def chapter_notebooks(chapter: int | None = None, root: Path = ROOT) -> list[Path]:
@@ -143,13 +146,33 @@ def _claims_runs(jobs, workers: int):
         yield from pool.map(_seed_run, jobs)
 
 
+def longest_first(jobs, root: Path = ROOT) -> list[tuple[Path, int]]:
+    """``jobs`` ((notebook, seed) pairs) with the notebooks the record says take longest first,
+    each notebook's seeds in order, the notebooks the record does not know last: a pool that
+    starts the long runs first ends with short ones on every core, not one long run on one
+    core while the others wait (what the record last timed is a guess of the cost, never a
+    result: the order changes no number)."""
+    from tools.fingerprints import read_record
+
+    root = Path(root).resolve()
+    entries = read_record(root).get("notebooks", {})
+
+    def expected(job):
+        path, seed = job
+        name = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+        seconds = list(entries.get(name, {}).get("claims_only_s", {}).values())
+        return (-(sum(seconds) / len(seconds)) if seconds else 0.0, seed, name)
+
+    return sorted(jobs, key=expected)
+
+
 def sweep(paths, seed_list, workers: int | None = None, root: Path = ROOT) -> tuple[list[str], dict]:
     """Run every (notebook, seed) pair, claims only, ``workers`` at a time (default: one per
     core), each in a fresh process (:func:`run_cells`); print a line per run. Return one line per
     run whose claims did not hold, and ``{notebook: {"seeds", "files", "seconds"}}`` for every
     notebook whose claims held for all of ``seed_list`` (what :func:`fingerprints.update_record`
     writes)."""
-    jobs = [(Path(p).resolve(), s) for s in seed_list for p in paths]
+    jobs = longest_first([(Path(p).resolve(), s) for s in seed_list for p in paths], root)
     workers = workers or available_cores()
     failures, runs = [], {}
     for path, seed, seconds, error, files in _claims_runs(jobs, workers):
