@@ -6,6 +6,7 @@ import torch
 
 from helpers import experiments
 from helpers.data import digits
+from helpers.experiments.spectra import lost_share, surviving
 from helpers.measure.branches import branch_ratios
 from helpers.models import Block, stack_twins
 from helpers.published import IMAGENET_TOP5, Entry, series
@@ -89,6 +90,27 @@ def test_block_spectra_identity_when_the_branch_is_off():
     np.testing.assert_allclose(spectra["residual"], 1.0, atol=1e-6)
     np.testing.assert_allclose(spectra["plain"], 0.0, atol=1e-6)
     assert experiments.share_near_one([0.1, 1.0, 1.5, 3.0]) == 0.5
+
+
+def test_lost_and_surviving_singular_values_split_at_a_fraction_of_the_largest():
+    values = [0.0, 1e-9, 3e-5, 0.2, 2.0]  # 1e-5 of the largest is 2e-5
+    assert lost_share(values) == pytest.approx(0.4)
+    np.testing.assert_array_equal(surviving(values), [3e-5, 0.2, 2.0])
+    assert lost_share(values, rtol=0.5) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="values must be a non-empty 1-D array"):
+        lost_share([])
+    with pytest.raises(ValueError, match="values must be"):
+        surviving([1.0, -0.5])
+    with pytest.raises(ValueError, match="rtol"):
+        surviving(values, rtol=0.0)
+
+
+def test_a_plain_relu_block_loses_about_half_its_directions_to_the_masks():
+    """One plain pre-activation block without normalisation, He init: its Jacobian
+    W2 D2 W1 D1 has rank at most the number of active units, whatever the weights' scale."""
+    spectra = experiments.block_spectra(1, init="he", seed=0, n_inputs=4)
+    assert 0.3 < lost_share(spectra["plain"]) < 0.7
+    assert lost_share(spectra["residual"]) == 0
 
 
 def test_norm_order_profiles_one_entry_per_layer():

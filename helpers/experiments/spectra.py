@@ -7,6 +7,13 @@ input-output Jacobian are pooled over a few non-negative inputs
 passes its direction through unchanged; near 0 it is lost, and so is the gradient
 flowing back along it (the backward pass multiplies by the transpose, with the same
 singular values).
+
+A direction can be lost in two ways, and :func:`lost_share` and :func:`surviving` tell them
+apart. A ReLU zeroes every unit whose input is negative, so a plain block's Jacobian
+``W2 D2 W1 D1`` (``D`` the 0/1 masks) has rank at most the number of active units: about
+half of its singular values are exactly 0, by the masks alone, whatever the weights' scale.
+The directions that survive the masks can still be shrunk by the weights; their median
+says how much.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._checks import positive_int
+from .._checks import positive_int, real_number
 from ..data import identity_task
 from ..measure.jacobian import jacobian_singular_values
 from ..models.mlp import stack_twins
@@ -39,3 +46,31 @@ def share_near_one(values, low: float = 0.5, high: float = 2.0) -> float:
     values = np.asarray(values, dtype=float)
     return float(np.mean((values >= low) & (values <= high)))
 
+
+
+ZERO_RTOL = 1e-5
+"""A singular value at most this times the largest of its set counts as lost (zero to float
+precision, or as good as zero)."""
+
+
+def _spectrum(values) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or values.size == 0 or np.any(values < 0) or not np.all(np.isfinite(values)):
+        raise ValueError("values must be a non-empty 1-D array of finite singular values (>= 0)")
+    return values
+
+
+def lost_share(values, rtol: float = ZERO_RTOL) -> float:
+    """Fraction of the singular values ``values`` that are at most ``rtol`` times the largest:
+    the directions lost outright (for a plain ReLU block, mostly to its masks)."""
+    values = _spectrum(values)
+    rtol = real_number("rtol", rtol, low=0.0, high=1.0, low_inclusive=False)
+    return float(np.mean(values <= rtol * values.max()))
+
+
+def surviving(values, rtol: float = ZERO_RTOL) -> np.ndarray:
+    """The singular values ``values`` above ``rtol`` times the largest: the directions that
+    are not lost, whose size says how much the block shrinks or stretches them."""
+    values = _spectrum(values)
+    rtol = real_number("rtol", rtol, low=0.0, high=1.0, low_inclusive=False)
+    return values[values > rtol * values.max()]
