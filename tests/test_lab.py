@@ -107,7 +107,7 @@ def test_the_student_edition_renders_in_jupyterlab(browser, tmp_path, student_ar
         tab.wait_for_selector(".jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown")
         tab.wait_for_function("() => document.querySelectorAll('.jp-RenderedMarkdown mjx-container').length > 5")
         text = tab.locator(".jp-Notebook").inner_text()
-        exercise = tab.locator(".jp-RenderedMarkdown blockquote", has_text="Exercise 3: Fit the per-layer factor")
+        exercise = tab.locator(".jp-RenderedMarkdown blockquote", has_text="Exercise 4: Fit the per-layer factor")
         exercise.first.scroll_into_view_if_needed()
         tab.screenshot(path=str(tmp_path / "student-edition-in-jupyterlab.png"))
         quoted = exercise.count()
