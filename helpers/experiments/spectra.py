@@ -47,7 +47,6 @@ def share_near_one(values, low: float = 0.5, high: float = 2.0) -> float:
     return float(np.mean((values >= low) & (values <= high)))
 
 
-
 ZERO_RTOL = 1e-5
 """A singular value at most this times the largest of its set counts as lost (zero to float
 precision, or as good as zero)."""
@@ -62,10 +61,9 @@ def _spectrum(values) -> np.ndarray:
 
 def lost_share(values, rtol: float = ZERO_RTOL) -> float:
     """Fraction of the singular values ``values`` that are at most ``rtol`` times the largest:
-    the directions lost outright (for a plain ReLU block, mostly to its masks)."""
-    values = _spectrum(values)
-    rtol = real_number("rtol", rtol, low=0.0, high=1.0, low_inclusive=False)
-    return float(np.mean(values <= rtol * values.max()))
+    the directions lost outright (for a plain ReLU block, mostly to its masks); the rest are
+    :func:`surviving`."""
+    return 1.0 - len(surviving(values, rtol)) / len(_spectrum(values))
 
 
 def surviving(values, rtol: float = ZERO_RTOL) -> np.ndarray:
