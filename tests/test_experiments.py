@@ -195,3 +195,51 @@ def test_net_branch_ratios_follow_the_forward_pass():
     with torch.no_grad():
         first = model.blocks[0].branch(model.stem_output(x)).norm() / model.stem_output(x).norm()
     assert ratios[0] == pytest.approx(float(first))
+
+
+def test_degradation_records_each_layers_update_and_trains_only_the_kinds_asked():
+    data = digits()
+    plain = experiments.run_degradation(data, depths=(6,), seeds=(0, 1), epochs=1, kinds=("plain",),
+                                        workers=1, progress=False)
+    assert plain.kinds == ("plain",) and set(plain.train_error) == {("plain", 6, 0.05)}
+    # one row per seed, one column per weight layer (stem, two per block, head)
+    assert plain.updates["plain", 6, 0.05].shape == (2, 6)
+    assert (plain.updates["plain", 6, 0.05] > 0).all()
+    with pytest.raises(ValueError, match="kinds"):
+        experiments.run_degradation(data, depths=(6,), seeds=(0,), kinds=("dense",), workers=1)
+
+
+def test_variants_change_one_thing_of_the_recipe():
+    from helpers.experiments.degradation import run_variants
+
+    data = digits()
+    runs = run_variants(data, {"recipe": {}, "warm-up": {"warmup_steps": 5}, "wide": {"width": 8}},
+                        depth=4, seeds=(0,), workers=1, progress=False)
+    assert list(runs) == ["recipe", "warm-up", "wide"]
+    base = experiments.run_degradation(data, depths=(4,), seeds=(0,), epochs=30, kinds=("plain",), workers=1,
+                                       progress=False)
+    # The variant without changes is the recipe's net, bit for bit; a warm-up changes the run.
+    assert runs["recipe"].curves["plain", 4, 0.05].tolist() == base.curves["plain", 4, 0.05].tolist()
+    assert runs["warm-up"].curves["plain", 4, 0.05].tolist() != base.curves["plain", 4, 0.05].tolist()
+    assert runs["wide"].updates["plain", 4, 0.05].shape == (1, 4)
+    with pytest.raises(ValueError, match="variants\\['x'\\]"):
+        run_variants(data, {"x": {"lr": 0.1}}, depth=4, seeds=(0,))
+    with pytest.raises(TypeError, match="variants must be a non-empty dict"):
+        run_variants(data, {}, depth=4)
+
+
+def test_twin_group_takes_the_recipes_decay_unless_told_and_hands_back_the_initial_nets():
+    from helpers.experiments.twins import train_twin_group
+
+    data = digits()
+    initial: dict = {}
+    runs = {wd: train_twin_group(data, 4, [0], epochs=1, kinds=("residual",), weight_decay=wd, progress=False,
+                                 **({"initial": initial} if wd else {}))
+            for wd in (0.0, 1e-4, 0.5)}
+    assert set(initial) == {("residual", 0)}
+    weights = {wd: runs[wd]["residual", 0, 0.05][0].head.weight for wd in runs}
+    default = train_twin_group(data, 4, [0], epochs=1, kinds=("residual",), progress=False)
+    assert torch.equal(default["residual", 0, 0.05][0].head.weight, weights[1e-4])
+    assert not torch.equal(weights[0.0], weights[0.5])
+    with pytest.raises(TypeError, match="initial must be a dict"):
+        train_twin_group(data, 4, [0], epochs=1, initial=[])

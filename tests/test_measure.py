@@ -1,3 +1,5 @@
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -159,3 +161,39 @@ def test_best_setting_compares_means_not_single_runs():
         best_setting({0.1: [float("nan")]})
     with pytest.raises(TypeError, match="errors_by_setting"):
         best_setting([0.1, 0.2])
+
+
+def test_a_surface_point_is_the_loss_at_that_point_and_the_mode_is_restored():
+    from helpers.measure import filter_normalised_direction, loss_surface_2d
+    from helpers.measure.landscape import loss_at
+
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
+                                torch.nn.Linear(4, 2))
+    model(torch.randn(32, 3))  # running statistics that differ from a batch's
+    x, y = torch.randn(16, 3), torch.randint(0, 2, (16,))
+    d, e = filter_normalised_direction(model, 3), filter_normalised_direction(model, 4)
+    grid = loss_surface_2d(model, torch.nn.functional.cross_entropy, x, y, [-0.5, 0.25], [0.75, -1.0], seed=3)
+    assert model.training  # evaluated in evaluation mode, and handed back as it came
+    # Row b, column a: exactly the loss at theta* + a d + b e, bit for bit.
+    assert grid[1, 0] == loss_at(model, torch.nn.functional.cross_entropy, x, y, [(-0.5, d), (-1.0, e)])
+    assert grid[0, 1] == loss_at(model, torch.nn.functional.cross_entropy, x, y, [(0.25, d), (0.75, e)])
+
+
+def test_relative_updates_known_answer_and_bad_input():
+    from helpers.measure.updates import relative_updates
+
+    before = torch.nn.Sequential(torch.nn.Linear(2, 2, bias=False), torch.nn.Linear(2, 3))
+    after = copy.deepcopy(before)
+    with torch.no_grad():
+        before[0].weight.copy_(torch.ones(2, 2))  # norm 2
+        after[0].weight.copy_(torch.ones(2, 2) + torch.tensor([[1.0, 0.0], [0.0, 0.0]]))  # moved by 1
+        after[1].weight.copy_(before[1].weight)
+        after[1].bias.add_(5.0)  # biases are not counted
+    assert relative_updates(before, after) == pytest.approx([0.5, 0.0])
+    with pytest.raises(ValueError, match="same net"):
+        relative_updates(before, torch.nn.Sequential(torch.nn.Linear(2, 2)))
+    with pytest.raises(TypeError, match="initial must be a torch.nn.Module"):
+        relative_updates("net", after)
+    with pytest.raises(ValueError, match="no linear"):
+        relative_updates(torch.nn.ReLU(), torch.nn.ReLU())

@@ -24,6 +24,7 @@ def test_degradation_result_does_not_depend_on_the_number_of_workers():
     for key in one.train_error:
         assert (one.train_error[key] == two.train_error[key]).all()
         assert (one.curves[key] == two.curves[key]).all()
+        assert (one.updates[key] == two.updates[key]).all()
 
 
 def test_four_workers_from_the_environment_give_the_same_numbers_as_one(monkeypatch):

@@ -42,26 +42,37 @@ def train_twin(data, depth: int, kind: str, *, seed: int = 0, width: int = 32, e
 
 
 def train_twin_group(data, depth: int, seeds, *, lrs=(0.05,), width: int = 32, epochs: int = 30,
-                     batch_size: int = 128, progress: bool | None = None, **model_options) -> dict:
-    """Both twins for every seed and learning rate, trained together; ``{(kind, seed, lr): (model, history)}``.
+                     batch_size: int = 128, kinds=KINDS, warmup_steps: int = 0, weight_decay: float = 1e-4,
+                     progress: bool | None = None, initial: dict | None = None, **model_options) -> dict:
+    """Both twins (or only ``kinds``) for every seed and learning rate, trained together;
+    ``{(kind, seed, lr): (model, history)}``.
 
     For each seed the twins are drawn once; every learning rate starts from a copy of
     those same weights and sees the same mini-batches, so the learning rates are
     compared on equal terms. Each net is the one :func:`train_twin` would train (to float
-    rounding: :func:`helpers.training.fit` with a list of nets).
+    rounding: :func:`helpers.training.fit` with a list of nets). ``warmup_steps`` > 0 ramps
+    each rate up linearly over the first steps; ``weight_decay`` is the recipe's 1e-4 unless
+    given (:func:`helpers.training.fit`). A dict passed
+    as ``initial`` receives ``{(kind, seed): net}``, the untrained nets.
     """
     seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
     lrs = [real_number("lrs[i]", lr, low=0.0, low_inclusive=False) for lr in non_empty("lrs", lrs)]
+    kinds = [choice("kinds[i]", k, KINDS) for k in non_empty("kinds", kinds)]
+    if initial is not None and not isinstance(initial, dict):
+        raise TypeError(f"initial must be a dict to fill in (or None), got {type(initial).__name__}")
     keys, models = [], []
     for seed in seeds:
         twins = _draw_twins(data, depth, seed, width, **model_options)
         for lr in lrs:
             for kind in KINDS:
-                keys.append((kind, seed, lr))
-                models.append(copy.deepcopy(twins[kind]))
+                if kind in kinds:
+                    keys.append((kind, seed, lr))
+                    models.append(copy.deepcopy(twins[kind]))
+        if initial is not None:
+            initial.update({(kind, seed): twins[kind] for kind in kinds})
     histories = fit(models, data.x_train, data.y_train, epochs=epochs, lr=[k[2] for k in keys],
-                    seed=[k[1] for k in keys], batch_size=batch_size, progress=progress,
-                    description=f"{len(models)} nets of depth {depth}")
+                    seed=[k[1] for k in keys], batch_size=batch_size, warmup_steps=warmup_steps,
+                    weight_decay=weight_decay, progress=progress, description=f"{len(models)} nets of depth {depth}")
     return dict(zip(keys, zip(models, histories)))
 
 

@@ -44,24 +44,37 @@ def filter_normalised_direction(model: torch.nn.Module,
 
 
 @torch.no_grad()
-def loss_at(model, loss_fn, x, y, steps) -> float:
-    """``loss_fn(model_theta(x), y)`` at ``theta = theta* + sum_i c_i d_i`` for ``steps = [(c_i, d_i), ...]``."""
-    params = {}
-    for name, p in model.named_parameters():
-        params[name] = p.detach() + sum(c * d[name] for c, d in steps)
+def _losses(model, loss_fn, x, y, directions, coefficients) -> list[float]:
+    """``loss_at(model, loss_fn, x, y, list(zip(row, directions)))`` for each ``row`` of
+    ``coefficients``, with the model switched to evaluation mode once for all of them."""
+    base = {name: p.detach() for name, p in model.named_parameters()}
+    # Only parameters that some direction moves need a sum: for the others (biases,
+    # normalisation) every term is zero and the sum would change no value.
+    moving = [name for name in base if any(bool(d[name].any()) for d in directions)]
     was_training = model.training
     model.eval()
     try:
-        return float(loss_fn(functional_call(model, params, (x,)), y))
+        losses = []
+        for row in coefficients:
+            params = dict(base)
+            for name in moving:
+                params[name] = base[name] + sum(c * d[name] for c, d in zip(row, directions))
+            losses.append(float(loss_fn(functional_call(model, params, (x,)), y)))
+        return losses
     finally:
         model.train(was_training)
+
+
+def loss_at(model, loss_fn, x, y, steps) -> float:
+    """``loss_fn(model_theta(x), y)`` at ``theta = theta* + sum_i c_i d_i`` for ``steps = [(c_i, d_i), ...]``."""
+    return _losses(model, loss_fn, x, y, [d for _, d in steps], [[c for c, _ in steps]])[0]
 
 
 def loss_slice_1d(model, loss_fn, x, y, alphas, *, seed: int = 0) -> np.ndarray:
     """``L(theta* + a d)`` for each ``a`` in ``alphas``, along one filter-normalised direction."""
     alphas = non_empty("alphas", alphas)
     d = filter_normalised_direction(model, seed)
-    return np.array([loss_at(model, loss_fn, x, y, [(float(a), d)]) for a in alphas])
+    return np.array(_losses(model, loss_fn, x, y, [d], [[float(a)] for a in alphas]))
 
 
 def loss_surface_2d(model, loss_fn, x, y, alphas, betas=None, *, seed: int = 0) -> np.ndarray:
@@ -70,8 +83,8 @@ def loss_surface_2d(model, loss_fn, x, y, alphas, betas=None, *, seed: int = 0) 
     betas = alphas if betas is None else non_empty("betas", betas)
     d = filter_normalised_direction(model, seed)
     e = filter_normalised_direction(model, seed + 1)
-    return np.array([[loss_at(model, loss_fn, x, y, [(float(a), d), (float(b), e)]) for a in alphas]
-                     for b in betas])
+    losses = _losses(model, loss_fn, x, y, [d, e], [[float(a), float(b)] for b in betas for a in alphas])
+    return np.array(losses).reshape(len(betas), len(alphas))
 
 
 def sharpness(alphas, losses, radius: float = 0.25) -> float:

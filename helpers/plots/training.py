@@ -72,3 +72,24 @@ def identity_race(losses: dict, *, threshold: float, title: str):
     finish(ax, title=title, xlabel="training step (Adam, full batch)",
            ylabel="loss / Var(target) (log)")
     return fig
+
+
+def layer_updates(result, *, depth: int, title: str, lr: float | None = None):
+    """How far training moved each weight layer (log scale) against its position, stem first:
+    ``||W(T) - W(0)|| / ||W(0)||`` (:func:`helpers.measure.updates.relative_updates`), one line
+    per kind of net at ``depth`` and learning rate ``lr`` (default: the recipe's); mean over
+    seeds, bands the min-max spread. The dotted line marks a change as large as the layer."""
+    rate = result.lr if lr is None else lr
+    if (result.kinds[0], depth, rate) not in result.updates:
+        raise ValueError(f"depth and lr must be among those trained, {result.depths} and {result.lrs}; "
+                         f"got {depth!r} and {lr!r}")
+    fig, ax = new_figure(width=7.0, height=3.6)
+    for kind in result.kinds:
+        runs = result.updates[kind, depth, rate]
+        band(ax, np.arange(1, runs.shape[1] + 1), runs, label=f"{kind}-{depth}", color=COLORS[kind])
+    ax.axhline(1.0, color="0.4", linestyle=":", linewidth=1)
+    ax.set_yscale("log")
+    finish(ax, title=f"{depth}-layer nets after training", xlabel="weight layer (1 = nearest the input)",
+           ylabel="relative change of its weights")
+    title_figure(fig, title)
+    return fig
