@@ -259,3 +259,27 @@ def test_the_drawn_problems_avoid_the_relu_kink_and_bad_arguments_raise():
         chapter2._two_layer_autograd(x, y, W1, b1, W2, b2, "tanh")
     with pytest.raises(ValueError, match="residual block"):
         chapter2._two_layer_autograd(*chapter2._problem(rng, 3, 2, 4), "relu", residual=True)
+
+
+def _by_autograd(x, y, W1, b1, W2, b2, activation, *, how):
+    """A "solution" that lets PyTorch differentiate, through ``Tensor.backward`` or
+    ``torch.autograd.grad``: the exercise asks for NumPy only."""
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in dict(W1=W1, b1=b1, W2=W2, b2=b2).items()}
+    a1 = torch.relu(t["W1"] @ torch.tensor(x) + t["b1"]) if activation == "relu" else \
+        torch.sigmoid(t["W1"] @ torch.tensor(x) + t["b1"])
+    loss = 0.5 * ((t["W2"] @ a1 + t["b2"] - torch.tensor(y)) ** 2).sum()
+    if how == "backward":
+        loss.backward()
+        return {k: v.grad.numpy() for k, v in t.items()}
+    grads = torch.autograd.grad(loss, list(t.values()))
+    return {k: g.numpy() for k, g in zip(t, grads)}
+
+
+@pytest.mark.parametrize("how", ["backward", "grad"])
+def test_autograd_is_off_limits_and_works_again_afterwards(how):
+    feedback = check_two_layer_backprop(partial(_by_autograd, how=how))
+    assert not feedback.passed and "off limits" in str(feedback), str(feedback)
+    x = torch.ones(2, requires_grad=True)
+    (x ** 2).sum().backward()
+    assert torch.equal(x.grad, torch.full((2,), 2.0)), "autograd works again after the check"
+    assert torch.autograd.grad((x ** 3).sum(), x)[0].tolist() == [3.0, 3.0]

@@ -308,6 +308,9 @@ def check_residual_backprop(fn) -> Feedback:
     return run_cases("Residual block, backward pass", fn, cases, off_limits=REFERENCES)
 
 
-REFERENCES = (_two_layer_autograd, _gradients, backprop_by_hand, backprop_by_autograd)
+REFERENCES = (_two_layer_autograd, _gradients, backprop_by_hand, backprop_by_autograd,
+              torch.autograd.grad, torch.autograd.backward)
 """The course's answer keys for chapter 2 (autograd, the checker's own backward pass and
-:mod:`helpers.measure.backprop`'s), off limits while a learner's function is checked."""
+:mod:`helpers.measure.backprop`'s), off limits while a learner's function is checked; and
+PyTorch's autograd itself (``torch.autograd.grad``, and ``torch.autograd.backward``, which
+``Tensor.backward`` calls), since these exercises ask for the backward pass by hand."""
