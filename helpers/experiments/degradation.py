@@ -64,6 +64,16 @@ class DegradationResult:
         return self.mean_train_error(kind, depth, self.best_lr(kind, depth))
 
 
+RECIPE = {"width": 32, "epochs": 30, "batch_size": 128, "warmup_steps": 0}
+"""The recipe's defaults that a variant may change (:func:`run_variants`)."""
+
+
+def _kinds(kinds) -> tuple[str, ...]:
+    """``kinds`` checked, in the order of :data:`~helpers.experiments.twins.KINDS`."""
+    asked = {choice("kinds[i]", k, KINDS) for k in non_empty("kinds", kinds)}
+    return tuple(k for k in KINDS if k in asked)
+
+
 def _train_and_measure(data, depth: int, seeds, lrs, **recipe) -> dict:
     """Every net of one depth: ``{(kind, seed, lr): (training-error curve, final train error,
     final test error, relative update of each weight layer)}``."""
@@ -90,8 +100,9 @@ def _collect(depths, seeds, kinds, lrs, chunks, measured) -> dict:
 
 
 def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), lr: float = 0.05, lrs=None,
-                    width: int = 32, epochs: int = 30, batch_size: int = 128, kinds=KINDS,
-                    warmup_steps: int = 0, progress: bool | None = None,
+                    width: int = RECIPE["width"], epochs: int = RECIPE["epochs"],
+                    batch_size: int = RECIPE["batch_size"], kinds=KINDS,
+                    warmup_steps: int = RECIPE["warmup_steps"], progress: bool | None = None,
                     workers: int | None = None) -> DegradationResult:
     """Train a plain and a residual :class:`~helpers.models.mlp.DeepMLP` (or only ``kinds``) for
     each depth, seed and learning rate of ``lrs`` (default: only ``lr``, the recipe's; ``lr`` is
@@ -107,7 +118,7 @@ def run_degradation(data, *, depths=(8, 20, 56), seeds=(0, 1, 2), lr: float = 0.
     lr = real_number("lr", lr, low=0.0, low_inclusive=False)
     lrs = tuple(sorted({lr, *(real_number("lrs[i]", v, low=0.0, low_inclusive=False)
                               for v in non_empty("lrs", (lr,) if lrs is None else lrs))}))
-    kinds = tuple(k for k in KINDS if k in {choice("kinds[i]", k, KINDS) for k in non_empty("kinds", kinds)})
+    kinds = _kinds(kinds)
     epochs = positive_int("epochs", epochs)
     recipe = dict(width=width, epochs=epochs, batch_size=batch_size, kinds=kinds,
                   warmup_steps=positive_int("warmup_steps", warmup_steps, minimum=0))
@@ -137,16 +148,15 @@ def run_variants(data, variants: dict, *, depth: int = 56, seeds=(0, 1, 2), lr: 
     by side on ``workers`` cores; returns ``{name: DegradationResult}`` (one depth, one rate)."""
     if not isinstance(variants, dict) or not variants:
         raise TypeError(f"variants must be a non-empty dict of name -> recipe options, got {variants!r}")
-    allowed = {"width", "warmup_steps", "epochs", "batch_size"}
+    allowed = set(RECIPE)
     for name, options in variants.items():
         if not isinstance(options, dict) or set(options) - allowed:
             raise ValueError(f"variants[{name!r}] must be a dict of options among {sorted(allowed)}, got {options!r}")
     depth = positive_int("depth", depth, minimum=4)
     seeds = tuple(positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds))
     lr = real_number("lr", lr, low=0.0, low_inclusive=False)
-    kinds = tuple(k for k in KINDS if k in {choice("kinds[i]", k, KINDS) for k in non_empty("kinds", kinds)})
-    recipes = {name: dict(dict(width=32, epochs=30, batch_size=128, warmup_steps=0), **options)
-               for name, options in variants.items()}
+    kinds = _kinds(kinds)
+    recipes = {name: {**RECIPE, **options} for name, options in variants.items()}
     jobs = [dict(data=data, depth=depth, seeds=seeds, lrs=(lr,), kinds=kinds, **recipe) for recipe in recipes.values()]
     measured = run_all(_train_and_measure, jobs, workers=workers, progress=progress, description="variants")
     return {name: DegradationResult((depth,), seeds, recipe["epochs"], lr, (lr,), kinds=kinds,
