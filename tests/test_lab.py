@@ -27,7 +27,7 @@ from tools.toc import ROOT, toc_notebooks
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-NOTEBOOK = ROOT / "book" / "ch1" / "04_residual_block.ipynb"  # one notebook in make test; ``make benchmark`` runs all
+NOTEBOOK = ROOT / "book" / "ch1" / "05_residual_block.ipynb"  # one notebook in make test; ``make benchmark`` runs all
 NOTEBOOKS = toc_notebooks(ROOT) if os.environ.get("COURSE_LAB_NOTEBOOKS") == "all" else [NOTEBOOK]
 BUDGET_S = 60
 TOLERANCE = 1.5  # a loaded test machine may be slower than a learner's laptop; the benchmark keeps the figure
@@ -103,11 +103,11 @@ def test_the_student_edition_renders_in_jupyterlab(browser, tmp_path, student_ar
     with _jupyterlab(tmp_path, work) as url:
         tab = browser.new_page(viewport={"width": 1280, "height": 900})
         tab.set_default_timeout(60_000)
-        tab.goto(f"{url}/lab/tree/ch1/03_vanishing_gradients.ipynb")
+        tab.goto(f"{url}/lab/tree/ch1/04_vanishing_gradients.ipynb")
         tab.wait_for_selector(".jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown")
         tab.wait_for_function("() => document.querySelectorAll('.jp-RenderedMarkdown mjx-container').length > 5")
         text = tab.locator(".jp-Notebook").inner_text()
-        exercise = tab.locator(".jp-RenderedMarkdown blockquote", has_text="Exercise 4: Fit the per-layer factor")
+        exercise = tab.locator(".jp-RenderedMarkdown blockquote", has_text="Exercise 5: Fit the per-layer factor")
         exercise.first.scroll_into_view_if_needed()
         tab.screenshot(path=str(tmp_path / "student-edition-in-jupyterlab.png"))
         quoted = exercise.count()

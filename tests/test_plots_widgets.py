@@ -267,3 +267,25 @@ def test_chapter_3_figures_draw_what_they_say():
     fig = plots.join_costs_figure(join_costs(8, 5, join="add"), join_costs(8, 5), title="Concat explodes")
     assert fig.axes[0].get_lines()[1].get_ydata()[-1] == 8 * 2 ** 5
     plt.close(fig)
+
+
+def test_branch_ratios_by_block_draws_one_bar_per_block_and_rejects_bad_input():
+    from helpers.plots.branches import branch_ratios_by_block
+
+    ratios = np.array([[0.5, 0.2, 0.3], [0.7, 0.1, 0.3]])
+    fig = branch_ratios_by_block(ratios, title="Three blocks")
+    ax = fig.axes[0]
+    heights = [bar.get_height() for bar in ax.patches]
+    assert np.allclose(heights, ratios.mean(axis=0))
+    assert ax.get_yscale() == "linear"
+    plt.close(fig)
+    # ratios spanning more than a factor of 30 go on a log axis, so small branches stay visible
+    fig = branch_ratios_by_block([1.0, 0.001, 0.5], title="One net")
+    assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].patches) == 3
+    plt.close(fig)
+    with pytest.raises(ValueError, match="ratios"):
+        branch_ratios_by_block([], title="none")
+    with pytest.raises(ValueError, match="non-negative"):
+        branch_ratios_by_block([0.1, -1.0], title="negative")
+    with pytest.raises(TypeError, match="ratios"):
+        branch_ratios_by_block(0.5, title="a number")

@@ -159,7 +159,7 @@ def test_page_in_a_browser(browser, server, page, width):
     # checker feedback) have light text on a dark background, WCAG contrast at least 4.5, rather
     # than the light boxes myst-nb gives foreign HTML.
     dark = report["dark"]
-    if page == "book/ch1/06_why_it_works.html":
+    if page == "book/ch1/08_why_it_works.html":
         assert len(dark["own"]) >= 3, "this page has explorations and checker feedback to check"
     for name, text, background in [["prose", *dark["prose"]], *dark["own"]]:
         light, darker = sorted((_luminance(text), _luminance(background)), reverse=True)
@@ -289,6 +289,6 @@ def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
         with_solutions, without = _html(site, page), (HTML / page).read_text(encoding="utf-8")
         assert "Solution to" not in without and 'class="solution' not in without, page
         assert with_solutions.count("exercise admonition") == without.count("exercise admonition"), page
-    assert "Solution to" in _html(site, "book/ch1/03_vanishing_gradients.html"), "the site itself keeps them"
+    assert "Solution to" in _html(site, "book/ch1/04_vanishing_gradients.html"), "the site itself keeps them"
     assert "course-model-answer" not in (HTML / "book/ch3/03_add_or_concat.html").read_text(encoding="utf-8"), \
         "a discussion's model answer is a solution too"

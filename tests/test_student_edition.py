@@ -111,7 +111,7 @@ def test_student_edition_installs_and_runs_in_a_clean_venv(student_archive, tmp_
     python = Path(sys.base_prefix) / "bin" / "python3"  # not this test's venv: a clean one
     subprocess.run(install.replace("python3", str(python)), shell=True, cwd=folder, check=True,
                    capture_output=True, text=True, timeout=1200)
-    notebook = "ch1/03_vanishing_gradients.ipynb"
+    notebook = "ch1/04_vanishing_gradients.ipynb"
     run = subprocess.run([".venv/bin/jupyter", "nbconvert", "--to", "notebook", "--execute", notebook,
                           "--output", str(tmp_path / "run.ipynb"), "--ExecutePreprocessor.timeout=600"],
                          cwd=folder, capture_output=True, text=True, timeout=900,

@@ -5,7 +5,7 @@
 
 ``SUBMISSIONS`` holds one folder per student, named by the student's id, with that
 student's notebooks in it (named as in the student edition, e.g.
-``03_vanishing_gradients.ipynb``, at any depth). The command writes an nbgrader course in
+``04_vanishing_gradients.ipynb``, at any depth). The command writes an nbgrader course in
 ``_build/classroom`` (``--out``) and, in it:
 
 * ``grades.csv``: one row per student and exercise: the points earned, the points
