@@ -141,3 +141,49 @@ def test_first_steps_at_one_rate():
     assert list(lines[1].get_ydata()) == [2.3, 0.5]
     with pytest.raises(ValueError, match="learning_rate must be one of"):
         first_steps_at_rate(steps, 0.3, title="finding")
+
+
+def test_chi1_and_the_edge_of_chaos_match_mean_field_known_answers():
+    from helpers.experiments.order_chaos import chi1, critical_weight_variance
+
+    # Without biases and below sigma_w^2 = 1 the fixed point is q* = 0, where tanh' = 1: chi_1 = sigma_w^2.
+    assert chi1(0.5, 0.0) == pytest.approx(0.5, abs=1e-6)
+    assert critical_weight_variance(0.0) == pytest.approx(1.0, abs=0.02)
+    # Biases move the edge to larger weights; chi_1 grows with the weights on either side.
+    edge = critical_weight_variance(0.05)
+    assert edge > 1.2 and chi1(edge, 0.05) == pytest.approx(1.0, abs=1e-6)
+    assert chi1(0.5 * edge, 0.05) < 1 < chi1(2 * edge, 0.05)
+    with pytest.raises(ValueError, match="weight_variance"):
+        chi1(0.0)
+    with pytest.raises(ValueError, match="bias_variance"):
+        critical_weight_variance(-1.0)
+
+
+def test_tanh_chains_are_drawn_from_their_seed_and_the_phases_differ():
+    from helpers.experiments.order_chaos import TanhChain, phase_scan, tanh_chain_on_grid
+
+    a, b = TanhChain(3, 2.0, width=16, seed=4), TanhChain(3, 2.0, width=16, seed=4)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert tanh_chain_on_grid(3, 2.0, width=16, seed=4) == tanh_chain_on_grid(3, 2.0, width=16, seed=4)
+    scan = phase_scan((0.5, 6.0), layers=30, nets=2, width=64, seed=0)
+    assert scan["gradient"].shape == scan["cosine"].shape == (2, 2)
+    ordered, chaotic = scan["gradient"].mean(axis=1)
+    assert ordered > 0.9 > 0.5 > chaotic
+    with pytest.raises(ValueError, match="layers"):
+        TanhChain(0, 1.0)
+    with pytest.raises(ValueError, match="weight_variances"):
+        phase_scan(())
+
+
+def test_phase_diagram_marks_the_edge_and_places_the_batchnorm_chains():
+    from helpers.plots.shattering import phase_diagram
+
+    scan = {"gradient": np.array([[1.0, 0.98], [0.1, -0.1]]), "cosine": np.array([[1.0, 1.0], [0.5, 0.4]])}
+    fig = phase_diagram((0.5, 4.0), scan, critical=1.76, layers=50, title="Edge",
+                        placed={"plain, ReLU + BatchNorm": 0.02})
+    left, right = fig.axes[:2]
+    assert any("edge of chaos" in line.get_label() for line in left.lines)
+    assert any(line.get_label().startswith("plain, ReLU + BatchNorm") for line in left.lines)
+    assert left.get_xlabel().startswith("weight variance") and right.get_ylabel().startswith("cosine")
+    import matplotlib.pyplot as plt
+    plt.close(fig)

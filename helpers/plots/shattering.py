@@ -103,3 +103,37 @@ def first_steps_at_rate(first_steps: dict, learning_rate: float, *, title: str):
         ax.set_ylim(bottom=0.0)
     finish(ax, title=title, xlabel="SGD step", ylabel="training loss (cross-entropy)")
     return fig
+
+
+def phase_diagram(weight_variances, scan: dict, *, critical: float, layers: int, title: str,
+                  placed: dict | None = None):
+    """Order and chaos in a plain tanh chain of ``layers`` layers, against the weight variance
+    ``sigma_w^2`` (:func:`helpers.experiments.order_chaos.phase_scan`). Left: the neighbour
+    correlation of ``dy/dx``; right: the cosine between neighbouring inputs' last-layer
+    pre-activations (mean over chains, band min to max). A dashed line marks the mean-field edge
+    of chaos, ``chi_1 = 1`` at ``critical``; ``placed`` (label -> correlation) adds dotted
+    horizontal lines on the left panel, e.g. the ReLU chains with BatchNorm of the same depth."""
+    fig, (left, right) = new_figure(ncols=2, width=7.0, height=3.6)
+    variances = np.asarray(weight_variances, dtype=float)
+    color = OTHER_COLORS[0]
+    band(left, variances, np.asarray(scan["gradient"]).T, label=f"tanh, {layers} layers, no norm",
+         color=color, marker="o")
+    band(right, variances, np.asarray(scan["cosine"]).T, label=f"tanh, {layers} layers, no norm",
+         color=color, marker="o")
+    with house_style():
+        for i, (label, value) in enumerate((placed or {}).items()):
+            left.axhline(value, color=color_for(label, i + 1), linestyle=":", linewidth=1.4,
+                         label=f"{label} ({value:.2f})")
+        for ax in (left, right):
+            ax.axvline(critical, color="0.3", linestyle="--", linewidth=1, label="edge of chaos (χ₁ = 1)")
+            ax.axvspan(variances.min(), critical, color="0.9", zorder=0)
+        left.set_ylim(-0.25, 1.08)
+    finish(left, title="gradient: correlation at neighbours", xlabel="weight variance σ_w² (× 1/width)",
+           ylabel="correlation of dy/dx", legend=False)
+    finish(right, title="signal: neighbours' cosine at the last layer", xlabel="weight variance σ_w² (× 1/width)",
+           ylabel="cosine of h_L at neighbours", legend=False)
+    with house_style():
+        left.legend(fontsize=9, loc="lower left")
+        right.text(0.03, 0.06, "grey: ordered phase", transform=right.transAxes, fontsize=10, color="0.3")
+    title_figure(fig, title)
+    return fig
