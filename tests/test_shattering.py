@@ -187,3 +187,39 @@ def test_phase_diagram_marks_the_edge_and_places_the_batchnorm_chains():
     assert left.get_xlabel().startswith("weight variance") and right.get_ylabel().startswith("cosine")
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+def test_cosine_by_layer_is_one_for_identical_batches_and_matches_the_whole_cosine():
+    from helpers.measure.shattering import minibatch_gradient_cosine, minibatch_gradient_cosine_by_layer
+
+    torch.manual_seed(0)
+    net = LayerChain(3, 8, kind="plain", in_features=4, out_features=3, norm="none")
+    same_x, same_y = torch.randn(1, 4).repeat(40, 1), torch.ones(40, dtype=torch.long)
+    whole, layers = minibatch_gradient_cosine_by_layer(net, same_x, same_y, batch_size=8, pairs=2,
+                                                       generator=torch.Generator().manual_seed(0))
+    assert layers.shape == (2, 5)  # the stem, three hidden layers, the head
+    assert np.allclose(whole, 1.0) and np.allclose(layers, 1.0)
+    x, y = torch.randn(40, 4), torch.randint(0, 3, (40,))
+    whole, _ = minibatch_gradient_cosine_by_layer(net, x, y, batch_size=8, pairs=3,
+                                                  generator=torch.Generator().manual_seed(1))
+    again = minibatch_gradient_cosine(net, x, y, batch_size=8, pairs=3, generator=torch.Generator().manual_seed(1))
+    assert np.array_equal(whole, again)
+    with pytest.raises(ValueError, match="batch_size"):
+        minibatch_gradient_cosine_by_layer(net, x, y, batch_size=30, generator=torch.Generator())
+
+
+def test_agreement_by_layer_gives_the_whole_cosines_of_minibatch_agreement_and_one_row_per_depth():
+    from helpers.experiments.shattering import agreement_by_layer
+    from helpers.plots.shattering import agreement_heat_map
+
+    data = digits()
+    result = agreement_by_layer(data, (2, 4), pairs=2, width=16, seed=3)
+    whole = minibatch_agreement(data, (2, 4), pairs=2, width=16, seed=3)
+    assert all(np.array_equal(result["whole"][k], whole[k]) for k in whole)
+    assert [len(layers) for layers in result["by_layer"]["plain"]] == [4, 6]
+    fig = agreement_heat_map((2, 4), result["by_layer"], title="Two depths")
+    assert len(fig.axes) == 4  # two panels and their colour bars
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one array per depth"):
+        agreement_heat_map((2, 4, 8), result["by_layer"], title="Three depths")

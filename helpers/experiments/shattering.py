@@ -19,7 +19,7 @@ import torch
 
 from .._checks import choice, non_empty, positive_int
 from ..data import DataSplit
-from ..measure.shattering import input_gradients, minibatch_gradient_cosine, neighbour_correlation
+from ..measure.shattering import input_gradients, minibatch_gradient_cosine_by_layer, neighbour_correlation
 from ..models.chain import KINDS, LayerChain
 from ..seeding import generator, seed_everything, seeds_of_run
 
@@ -107,20 +107,35 @@ def decay_fits(depths, correlations: np.ndarray, *, floor: float = 0.1) -> dict[
     return {"per_layer": float(per_layer), "power": float(power)}
 
 
-def minibatch_agreement(data: DataSplit, depths, *, norm: str = "batch", width: int = 64, pairs: int = 8,
-                        seed: int = 0) -> dict[str, np.ndarray]:
-    """``{kind: cosines}`` with ``cosines[i, j]`` the cosine between two mini-batches'
-    gradients (pair ``j``) for the twins of depth ``depths[i]`` at initialisation."""
+def agreement_by_layer(data: DataSplit, depths, *, norm: str = "batch", width: int = 64, pairs: int = 8,
+                       seed: int = 0) -> dict[str, dict]:
+    """Two mini-batches' agreement at initialisation, whole and layer by layer, for the twins of
+    each depth (:func:`helpers.measure.shattering.minibatch_gradient_cosine_by_layer`).
+
+    Returns ``{"whole": {kind: cosines}, "by_layer": {kind: [per_layer, ...]}}``: ``cosines[i, j]``
+    for depth ``depths[i]`` and pair ``j``, and ``per_layer`` (one array per depth, ``depth + 2``
+    values: stem, hidden layers, head) the mean over the pairs of each weight layer's cosine."""
     depths = tuple(positive_int("depth", d) for d in non_empty("depths", depths))
-    out = {kind: np.zeros((len(depths), pairs)) for kind in KINDS}
+    whole = {kind: np.zeros((len(depths), positive_int("pairs", pairs))) for kind in KINDS}
+    by_layer: dict[str, list] = {kind: [] for kind in KINDS}
     for i, (depth, net_seed) in enumerate(zip(depths, seeds_of_run(seed, len(depths)))):
         seed_everything(net_seed)
         residual = LayerChain(depth, width, kind="residual", in_features=data.n_features,
                               out_features=data.n_classes, norm=norm)
         for net in (residual.twin(), residual):
-            out[net.kind][i] = minibatch_gradient_cosine(net, data.x_train, data.y_train, pairs=pairs,
-                                                         generator=generator(net_seed))
-    return out
+            cosines, layers = minibatch_gradient_cosine_by_layer(net, data.x_train, data.y_train, pairs=pairs,
+                                                                 generator=generator(net_seed))
+            whole[net.kind][i] = cosines
+            by_layer[net.kind].append(layers.mean(axis=0))
+    return {"whole": whole, "by_layer": by_layer}
+
+
+def minibatch_agreement(data: DataSplit, depths, *, norm: str = "batch", width: int = 64, pairs: int = 8,
+                        seed: int = 0) -> dict[str, np.ndarray]:
+    """``{kind: cosines}`` with ``cosines[i, j]`` the cosine between two mini-batches'
+    gradients (pair ``j``) for the twins of depth ``depths[i]`` at initialisation
+    (the ``"whole"`` part of :func:`agreement_by_layer`)."""
+    return agreement_by_layer(data, depths, norm=norm, width=width, pairs=pairs, seed=seed)["whole"]
 
 
 def first_steps(data: DataSplit, *, layers: int = 50, learning_rates=(0.03, 0.1, 0.3, 1.0), steps: int = 30,

@@ -8,7 +8,8 @@
   noise, a random walk), about 0 for white noise. Balduzzi et al. (2017) call the second
   "shattered".
 * :func:`minibatch_gradient_cosine`: the cosine between the parameter gradients of two
-  different mini-batches: whether two samples of the data agree on the way down.
+  different mini-batches: whether two samples of the data agree on the way down;
+  :func:`minibatch_gradient_cosine_by_layer` also gives it for each weight layer.
 """
 
 from __future__ import annotations
@@ -58,10 +59,40 @@ def neighbour_correlation(g) -> float:
     return float(a @ b / denominator) if denominator > 0 else 0.0
 
 
-def _flat_gradient(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def _gradients(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
     net.zero_grad()
     nn.functional.cross_entropy(net(x), y).backward()
-    return torch.cat([p.grad.flatten() for p in net.parameters() if p.grad is not None])
+    return [p.grad.flatten() for p in net.parameters() if p.grad is not None]
+
+
+def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(nn.functional.cosine_similarity(a, b, dim=0))
+
+
+def minibatch_gradient_cosine_by_layer(net: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: int = 64,
+                                       pairs: int = 8, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`minibatch_gradient_cosine`, and also per weight layer: returns ``(whole,
+    by_layer)`` with ``whole[j]`` the cosine of pair ``j``'s whole gradients and
+    ``by_layer[j, l]`` the cosine of their gradients with respect to the ``l``-th weight
+    matrix (every parameter with two or more dimensions, in the net's order: for a
+    :class:`~helpers.models.chain.LayerChain` the stem, each hidden layer, the head). A
+    whole-vector cosine is dominated by the layers with the largest gradients; the
+    per-layer cosine weighs every layer alike (the *gradient confusion* of Sankararaman
+    et al. 2020, layer by layer)."""
+    batch_size, pairs = positive_int("batch_size", batch_size, minimum=2), positive_int("pairs", pairs)
+    if 2 * batch_size > len(x):
+        raise ValueError(f"batch_size must be at most half the {len(x)} examples, got {batch_size}")
+    is_matrix = [p.ndim >= 2 for p in net.parameters()]
+    net.train()
+    whole, by_layer = [], []
+    for _ in range(pairs):
+        order = torch.randperm(len(x), generator=generator)
+        a, b = order[:batch_size], order[batch_size:2 * batch_size]
+        ga, gb = _gradients(net, x[a], y[a]), _gradients(net, x[b], y[b])
+        whole.append(_cosine(torch.cat(ga), torch.cat(gb)))
+        by_layer.append([_cosine(p, q) for p, q, matrix in zip(ga, gb, is_matrix) if matrix])
+    net.zero_grad()
+    return np.array(whole), np.array(by_layer)
 
 
 def minibatch_gradient_cosine(net: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: int = 64,
@@ -69,15 +100,5 @@ def minibatch_gradient_cosine(net: nn.Module, x: torch.Tensor, y: torch.Tensor, 
     """For ``pairs`` random pairs of disjoint mini-batches of ``batch_size`` examples, the
     cosine between the two gradients of the cross-entropy loss with respect to all
     parameters (in training mode: BatchNorm uses each mini-batch's statistics)."""
-    batch_size, pairs = positive_int("batch_size", batch_size, minimum=2), positive_int("pairs", pairs)
-    if 2 * batch_size > len(x):
-        raise ValueError(f"batch_size must be at most half the {len(x)} examples, got {batch_size}")
-    net.train()
-    cosines = []
-    for _ in range(pairs):
-        order = torch.randperm(len(x), generator=generator)
-        a, b = order[:batch_size], order[batch_size:2 * batch_size]
-        ga, gb = _flat_gradient(net, x[a], y[a]), _flat_gradient(net, x[b], y[b])
-        cosines.append(float(nn.functional.cosine_similarity(ga, gb, dim=0)))
-    net.zero_grad()
-    return np.array(cosines)
+    return minibatch_gradient_cosine_by_layer(net, x, y, batch_size=batch_size, pairs=pairs,
+                                              generator=generator)[0]

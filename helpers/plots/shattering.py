@@ -128,12 +128,41 @@ def phase_diagram(weight_variances, scan: dict, *, critical: float, layers: int,
             ax.axvline(critical, color="0.3", linestyle="--", linewidth=1, label="edge of chaos (χ₁ = 1)")
             ax.axvspan(variances.min(), critical, color="0.9", zorder=0)
         left.set_ylim(-0.25, 1.08)
-    finish(left, title="gradient: correlation at neighbours", xlabel="weight variance σ_w² (× 1/width)",
+    finish(left, title="the gradient, backward", xlabel="weight variance σ_w² (× 1/width)",
            ylabel="correlation of dy/dx", legend=False)
-    finish(right, title="signal: neighbours' cosine at the last layer", xlabel="weight variance σ_w² (× 1/width)",
+    finish(right, title="the signal, forward", xlabel="weight variance σ_w² (× 1/width)",
            ylabel="cosine of h_L at neighbours", legend=False)
     with house_style():
         left.legend(fontsize=9, loc="lower left")
         right.text(0.03, 0.06, "grey: ordered phase", transform=right.transAxes, fontsize=10, color="0.3")
+    title_figure(fig, title)
+    return fig
+
+
+def agreement_heat_map(depths, by_layer: dict, *, title: str):
+    """Two mini-batches' agreement layer by layer: one panel per kind, one row per depth, one
+    cell per weight layer (0 = the stem, then the hidden layers, last = the head), coloured by
+    the cosine of the two gradients (mean over pairs; blank beyond a net's last layer), from
+    :func:`helpers.experiments.shattering.agreement_by_layer`."""
+    depths = list(depths)
+    kinds = list(by_layer)
+    if any(len(by_layer[k]) != len(depths) for k in kinds):
+        raise ValueError(f"by_layer must hold one array per depth for each kind, {len(depths)} depths")
+    columns = max(len(layers) for k in kinds for layers in by_layer[k])
+    fig, axes = new_figure(nrows=len(kinds), width=7.0, height=1.6 + 0.45 * len(depths) * len(kinds),
+                           sharex=True)
+    axes = np.atleast_1d(axes)
+    with house_style():
+        for ax, kind in zip(axes, kinds):
+            grid = np.full((len(depths), columns), np.nan)
+            for row, layers in enumerate(by_layer[kind]):
+                grid[row, :len(layers)] = layers
+            image = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=-0.1, vmax=0.7, interpolation="nearest")
+            ax.set_yticks(range(len(depths)), [str(d) for d in depths])
+            ax.set_ylabel("hidden layers")
+            ax.set_title(f"{kind} nets", loc="left")
+            ax.grid(False)
+            fig.colorbar(image, ax=ax, label="cosine", shrink=0.9)
+        axes[-1].set_xlabel("weight layer (0 = first layer, the stem; last = output layer)")
     title_figure(fig, title)
     return fig
