@@ -101,3 +101,14 @@ def test_every_solution_passes_its_checker_and_the_page_does_not_say_so(executed
     for html in shown:
         assert 'data-passed="true"' in html, f"a hidden solution fails its checker:\n{html}"
         assert "what the checker tests" in html and "passed" not in html.replace('data-passed="true"', "")
+
+
+def test_a_hidden_solution_that_fails_its_checker_for_a_later_seed_fails_the_sweep(tmp_path):
+    """The sweep holds hidden solutions to every seed it runs, not only seed 0: a checker's
+    feedback that does not pass fails the run."""
+    path = _claim_notebook(tmp_path / "solution.ipynb", "\n".join([
+        "import helpers",
+        "answer = 1.0 if SEED != 2 else 5.0  # a 'solution' that only fits some seeds",
+        "helpers.grading.check_prediction('Guess', answer, 1.0, rtol=0.1)"]))
+    failures = seed_failures([path], [1, 2], workers=1, root=tmp_path)
+    assert len(failures) == 1 and "seed 2" in failures[0] and "fails its checker" in failures[0], failures

@@ -88,7 +88,9 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
     with ``$COURSE_SEED`` = ``seed`` and the notebook's folder as the working directory;
     return (seconds, None, files) or, at the first failing cell, (seconds, ``"code cell N:
     ErrorName: message"``, files) with N the cell's index in the notebook. ``files`` are the
-    ``helpers`` files the run loaded (:func:`helpers.provenance.loaded_files`).
+    ``helpers`` files the run loaded (:func:`helpers.provenance.loaded_files`). A cell that
+    calls a checker (``helpers.grading.check_...``) fails the run when its feedback says the
+    hidden solution before it did not pass.
 
     Meant for a process of its own (the sweep forks one per run): it changes the process's
     environment, working directory and output, and leaves its variables behind."""
@@ -118,6 +120,11 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
         if not result.success:
             error = result.error_before_exec or result.error_in_exec
             return time.perf_counter() - start, f"code cell {number}: {type(error).__name__}: {error}", []
+        # A checker's cell ends with its feedback: the hidden solution before it must pass, for
+        # every seed (a checker that compares with this seed's nets could fail on another).
+        if "helpers.grading.check_" in cell.source and getattr(result.result, "passed", True) is False:
+            return (time.perf_counter() - start,
+                    f"code cell {number}: the hidden solution fails its checker: {result.result}", [])
     from helpers.provenance import loaded_files
 
     return time.perf_counter() - start, None, loaded_files()
