@@ -7,16 +7,18 @@ A plain chain of ``tanh`` layers with one input and one output, no normalisation
 with ``W_l ~ N(0, sigma_w^2 / width)``, ``w_0 ~ N(0, sigma_w^2)``, biases ``~ N(0, sigma_b^2)``
 and ``w_out ~ N(0, 1 / width)``. Mean-field theory (Poole et al. 2016; Schoenholz et al. 2017)
 follows the size of a wide layer's pre-activations, ``q_l = sigma_w^2 E[tanh(sqrt(q_{l-1}) z)^2]
-+ sigma_b^2`` (``z`` standard normal), to its fixed point ``q*``, and then the factor
++ sigma_b^2`` (``z`` standard normal), to its fixed point ``q*``, and then
 
-    chi_1 = sigma_w^2 E[tanh'(sqrt(q*) z)^2]
+    chi_1 = sigma_w^2 E[tanh'(sqrt(q*) z)^2],
 
-by which a small difference between two inputs grows (on average, per layer). ``chi_1 < 1``:
-the *ordered* phase, nearby inputs are pulled together and the gradient vanishes;
-``chi_1 > 1``: the *chaotic* phase, nearby inputs are pushed apart and the gradient explodes.
-:func:`critical_weight_variance` finds the ``sigma_w^2`` at which ``chi_1 = 1``. A ReLU chain
-without normalisation never enters the chaotic phase (ReLU is positively homogeneous, so the
-map of the correlation between two inputs has slope 1 at correlation 1, whatever ``sigma_w``).
+the slope at ``c = 1`` of the map from one layer's correlation ``c`` between two inputs to
+the next: the factor by which a layer multiplies the squared distance between two nearly
+equal inputs. ``chi_1 < 1``: the *ordered* phase, nearby inputs are pulled together;
+``chi_1 > 1``: the *chaotic* phase, they are pushed apart, and the gradient with respect to
+the input shatters. :func:`critical_weight_variance` finds the ``sigma_w^2`` at which
+``chi_1 = 1``. A ReLU chain without biases and without normalisation never enters the chaotic
+phase: ReLU is positively homogeneous, so its correlation map does not depend on ``sigma_w``
+and has slope exactly 1 at ``c = 1`` (its weight scale changes only the signal's size).
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ def chi1(weight_variance: float, bias_variance: float = BIAS_VARIANCE) -> float:
 
 
 def critical_weight_variance(bias_variance: float = BIAS_VARIANCE) -> float:
-    """The ``sigma_w^2`` at which ``chi_1 = 1`` (the edge of chaos), by bisection; it is 1 for
-    ``sigma_b^2 = 0`` and grows with ``sigma_b^2``."""
+    """The ``sigma_w^2`` at which ``chi_1 = 1`` (the edge of chaos), by bisection; it tends to 1
+    as ``sigma_b^2 -> 0`` (where the fixed point ``q* -> 0`` is approached slowly, so the value
+    found for ``sigma_b^2 = 0`` is within 1 % of 1) and grows with ``sigma_b^2``."""
     sb = real_number("bias_variance", bias_variance, low=0.0)
     low, high = 0.5, 10.0
     if chi1(high, sb) < 1:
