@@ -2,7 +2,7 @@
 
 JupyterLab runs from this environment on a copy of the notebook (so nothing is saved into
 the book), without ``COURSE_STATIC_BUILD``: progress bars and live widgets, as a learner
-sees them. The test fails if a cell errs, if Run All takes far past the 60-second budget
+sees them. The test fails if a cell errs, if Run All takes far past the 30-second budget
 (the exact figures per notebook are in ``benchmarks/speed.json``), or if clicking an
 explorer's control does not change its figure.
 """
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 NOTEBOOK = ROOT / "book" / "ch1" / "05_residual_block.ipynb"  # one notebook in make test; ``make benchmark`` runs all
 NOTEBOOKS = toc_notebooks(ROOT) if os.environ.get("COURSE_LAB_NOTEBOOKS") == "all" else [NOTEBOOK]
-BUDGET_S = 60
+BUDGET_S = 30  # a learner's Run All (DEVELOPERS.md); the site's cold execution has 60 s
 TOLERANCE = 1.5  # a loaded test machine may be slower than a learner's laptop; the benchmark keeps the figure
 
 
