@@ -124,3 +124,103 @@ def test_compare_joins_measures_and_trains_each_join():
     assert [r.lr for r in both] == [0.001, 0.01] and both[0].seconds_per_step == both[1].seconds_per_step
     alone = compare_joins(data, joins=("add",), blocks=3, width=8, epochs=1, lrs=(0.01,), progress=False)[0]
     assert np.allclose(alone.losses, both[1].losses)
+
+
+def test_the_projection_starts_where_it_is_told_and_the_twins_share_their_weights():
+    from helpers.models.joins import init_projection_
+    from helpers.seeding import isolated
+
+    x = torch.randn(8, 64)
+    nets = {}
+    for join, start in (("add", "random"), ("concat-project", "sum"), ("concat-project", "skip"),
+                        ("concat-project", "random")):
+        with isolated(3):
+            nets[join, start] = JoinedMLP(4, 8, join=join, norm="layer", project_init=start)
+    add, same, keep, rand = nets.values()
+    assert torch.equal(add(x), same(x))  # P = [I, I] computes h + F(h): the add net, to the last bit
+    h = keep.representations(x)
+    assert all(torch.equal(h[0], s) for s in h)  # P = [I, 0] passes the stream unchanged
+    assert torch.equal(rand.stem.weight, add.stem.weight) and torch.equal(rand.head.weight, add.head.weight)
+    assert not torch.allclose(rand.project[0].weight[:, :8], torch.eye(8))
+    eye = torch.eye(8)
+    assert torch.equal(same.project[0].weight, torch.cat([eye, eye], 1))
+    assert torch.equal(keep.project[0].weight, torch.cat([eye, torch.zeros(8, 8)], 1))
+    with pytest.raises(ValueError, match="project_init must be one of"):
+        JoinedMLP(2, 8, join="concat-project", project_init="identity")
+    with pytest.raises(TypeError, match="project_init must be a str"):
+        init_projection_(torch.nn.Linear(16, 8), None)
+    with pytest.raises(ValueError, match="layer must map 2 w -> w"):
+        init_projection_(torch.nn.Linear(8, 8), "sum")
+
+
+def test_compare_joins_trains_each_start_of_the_projection_together():
+    import helpers
+    from helpers.experiments.joins import compare_joins
+
+    data = helpers.data.digits()
+    runs = compare_joins(data, joins=("add", "concat-project"), blocks=3, width=8, epochs=1, lrs=(0.001, 0.01),
+                         project_inits=("sum", "skip", "random"), progress=False)
+    assert [(r.name, r.lr) for r in runs] == [
+        (name, lr) for name in ("add", "concat-project [I, I]", "concat-project [I, 0]", "concat-project")
+        for lr in (0.001, 0.01)]
+    by = {(r.name, r.lr): r for r in runs}
+    # along the merges the gradient arrives unchanged wherever the skip part starts as I
+    for name in ("add", "concat-project [I, I]", "concat-project [I, 0]"):
+        assert by[name, 0.01].skip_gradient_ratio == pytest.approx(1.0, abs=1e-5)
+    assert by["concat-project", 0.01].skip_gradient_ratio < 1
+    # the twin of add starts where add starts: its first epoch at a rate matches add's closely
+    assert by["concat-project [I, I]", 0.001].params == by["concat-project", 0.001].params
+    alone = compare_joins(data, joins=("concat-project",), blocks=3, width=8, epochs=1, lrs=(0.01,),
+                          project_inits=("skip",), progress=False)[0]
+    assert np.allclose(alone.losses, by["concat-project [I, 0]", 0.01].losses, rtol=1e-5)
+    with pytest.raises(ValueError, match="project_inits must not repeat"):
+        compare_joins(data, joins=("add",), project_inits=("sum", "sum"))
+    with pytest.raises(ValueError, match=r"project_inits\[i\] must be one of"):
+        compare_joins(data, joins=("add",), project_inits=("eye",))
+
+
+def test_the_joins_figures_show_each_start_and_refuse_bad_runs():
+    import matplotlib.pyplot as plt
+
+    import helpers.plots.joins as joins
+    from helpers.experiments.joins import JoinRun
+
+    def run(join, start, lr, losses, params=10, memory=100, time=1.0):
+        return JoinRun(join, 0, lr, 3, params, memory, time, 1.0, 0.5, np.array(losses), 0.1, start)
+
+    runs = [run("add", "random", lr, [2.0, 1.0 / lr]) for lr in (0.01, 0.1, 1.0)]
+    runs += [run("concat-project", "sum", lr, [2.0, loss], 20, 150, 2.0)
+             for lr, loss in ((0.01, 0.5), (0.1, 0.3), (1.0, float("nan")))]
+    best = [runs[1], runs[4], run("concat-grow", "random", 0.1, [2.0, 0.2], 100, 300, 3.0)]
+    fig = joins.joins_trained(best, runs, title="Start from the identity")
+    curves, sweep, cost = fig.axes[:3]
+    assert curves.get_yscale() == "log" and sweep.get_xscale() == "log"
+    assert sorted(round(p.get_width(), 3) for p in cost.patches) == [1.5, 2.0, 2.0, 3.0, 3.0, 10.0]
+    assert any(line.get_marker() == "x" for line in sweep.get_lines())  # the diverged run is marked
+    plt.close(fig)
+    fig = joins.loss_curves(runs[3:], by="rate", title="One net, each rate")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels == ["learning rate 0.01", "learning rate 0.1", "learning rate 1 (diverged)"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="add"):
+        joins.joins_trained(best[1:], runs, title="No reference")
+    with pytest.raises(TypeError, match="runs must be a non-empty list"):
+        joins.loss_curves([1, 2], title="Not runs")
+    with pytest.raises(ValueError, match="by must be"):
+        joins.loss_curves(runs, by="seed", title="Bad")
+
+
+def test_compare_joins_gives_each_net_its_own_grid_of_rates():
+    import helpers
+    from helpers.experiments.joins import compare_joins, run_name
+
+    data = helpers.data.digits()
+    grids = {"add": (0.01, 0.02), "concat-project [I, 0]": (0.001,), "concat-project": (0.002, 0.005, 0.01)}
+    runs = compare_joins(data, joins=("add", "concat-project"), blocks=2, width=8, epochs=1, lrs=grids,
+                         project_inits=("skip", "random"), progress=False)
+    assert [(r.name, r.lr) for r in runs] == [(name, lr) for name, rates in grids.items() for lr in rates]
+    assert run_name("concat-project", "sum") == "concat-project [I, I]" and run_name("add", "sum") == "add"
+    with pytest.raises(ValueError, match=r"missing \['concat-project \[I, I\]'\]"):
+        compare_joins(data, joins=("concat-project",), lrs={"concat-project": (0.01,)}, project_inits=("sum",))
+    with pytest.raises(ValueError, match=r"lrs\['add'\] must not be empty"):
+        compare_joins(data, joins=("add",), lrs={"add": ()})

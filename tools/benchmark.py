@@ -68,7 +68,8 @@ def jupyterlab_run_all() -> dict[str, dict]:
     found = re.findall(r"Run All Cells in JupyterLab: ([\d.]+) s for \d+ code cells of (\S+)", proc.stdout)
     rows = {name: {"seconds": float(seconds)} for seconds, name in found}
     for name, row in rows.items():
-        print(f"{name:<45} {row['seconds']:7.1f} s{'  OVER BUDGET' if row['seconds'] > RUN_ALL_BUDGET_S else ''}", flush=True)
+        over = "  OVER BUDGET" if row["seconds"] > RUN_ALL_BUDGET_S else ""
+        print(f"{name:<45} {row['seconds']:7.1f} s{over}", flush=True)
     if proc.returncode != 0:
         print(proc.stdout[-3000:])
         rows["error"] = {"seconds": None, "log": proc.stdout[-2000:]}
