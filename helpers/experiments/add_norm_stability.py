@@ -10,7 +10,9 @@ He initialisation, and the sublayer is one of (:data:`ARCHITECTURES`):
 
 * ``"Post-LN"``: ``x <- LN(x + F(x))``, the original Transformer's Add & Norm. The norm
   follows the sum, so it does not undo ``s``: at initialisation the input's share of the
-  sum's second moment is about ``1 / (1 + s^2)``;
+  sum's second moment is about ``1 / (1 + r^2)``, with ``r = ||F(x)|| / ||x||`` the branch's
+  starting size relative to its input (larger than ``s`` itself, since the branch's He-initialised
+  layers have a gain of their own);
 * ``"Pre-LN"``: ``x <- x + F(LN(x))``, with a final LayerNorm before the head. The norm
   feeds the branch; the branch's output is ``s`` times its usual size whatever the stream;
 * ``"no norm"``: ``x <- x + F(x)``, the Add alone;
