@@ -92,6 +92,11 @@ def test_a_changed_helper_re_sweeps_only_the_notebooks_that_loaded_it(book):
     out = _tool(book, "-m", "tools.run_notebooks", "--seeds", "1")
     assert f"{PATHS_NB} seed 1" in out and f"{TUNING_NB} seed 1" in out
 
+    # A renamed notebook leaves no entry under its old name once the sweep records again.
+    (book / TUNING_NB).rename(book / TUNING_NB.replace(".ipynb", "_renamed.ipynb"))
+    _tool(book, "-m", "tools.run_notebooks", "--seeds", "1", PATHS_NB)
+    assert set(json.loads((book / fingerprints.RECORD).read_text())["notebooks"]) == {PATHS_NB}
+
 
 def test_a_stale_or_hand_edited_record_entry_is_swept_again(book):
     _tool(book, "-m", "tools.run_notebooks", "--seeds", "1-2")

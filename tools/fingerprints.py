@@ -188,10 +188,12 @@ def plan_sweep(notebooks, mode: dict, seeds=SWEEP_SEEDS, root: Path = ROOT) -> S
 def update_record(results: dict, mode: dict, *, today: str, machine: dict, root: Path = ROOT) -> Path:
     """Write the seeds that held into the record: ``results`` is ``{notebook path: {"seeds": [...],
     "files": [...], "seconds": {seed: s}}}`` for notebooks whose every swept seed held. An entry
-    whose dependencies are unchanged gains the new seeds; any other is replaced."""
+    whose dependencies are unchanged gains the new seeds; any other is replaced. Entries of
+    notebooks that no longer exist are dropped."""
     path = Path(root) / RECORD
     record = read_record(root)
-    entries = record.setdefault("notebooks", {})
+    # a notebook that was renamed or removed leaves no entry behind
+    entries = {name: entry for name, entry in record.get("notebooks", {}).items() if (Path(root) / name).exists()}
     for notebook, result in results.items():
         name = Path(notebook).resolve().relative_to(Path(root).resolve()).as_posix()
         deps = Dependencies.of_run(Path(root) / name, result["files"], mode, root).as_dict()
