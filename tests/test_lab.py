@@ -2,9 +2,10 @@
 
 JupyterLab runs from this environment on a copy of the notebook (so nothing is saved into
 the book), without ``COURSE_STATIC_BUILD``: progress bars and live widgets, as a learner
-sees them. The test fails if a cell errs, if Run All takes far past the 30-second budget
-(the exact figures per notebook are in ``benchmarks/speed.json``), or if clicking an
-explorer's control does not change its figure.
+sees them. The test fails if a cell errs, if Run All takes far past the 30-second budget in
+reference seconds (the time here times this machine's speed index; the exact figures per
+notebook are in ``benchmarks/speed.json``), or if clicking an explorer's control does not
+change its figure.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.speed_index import normalised, speed_index
 from tools.toc import ROOT, toc_notebooks
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -146,7 +148,13 @@ def test_a_learner_runs_a_notebook_in_jupyterlab(browser, lab, notebook):
 
     errors = tab.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
     assert errors.count() == 0, f"cells with errors:\n{errors.first.inner_text()[:2000]}"
-    assert seconds < TOLERANCE * BUDGET_S, f"Run All took {seconds:.0f} s (budget {BUDGET_S} s)"
+    # The budget is in reference seconds (tools/speed_index.py): a loaded or slow machine is not a
+    # regression, so the time is scaled by this machine's speed, measured now, under the same load.
+    index = speed_index()
+    reference = normalised(seconds, index)
+    assert reference < TOLERANCE * BUDGET_S, (
+        f"Run All took {seconds:.0f} s at speed index {index:.2f}, {reference:.0f} reference seconds "
+        f"(budget {BUDGET_S} s)")
 
     # The first exploration is a live widget: a second toggle changes its figure.
     widget = tab.locator(".jupyter-widgets.widget-vbox").first
