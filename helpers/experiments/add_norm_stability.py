@@ -51,7 +51,7 @@ from .branch_scale import outcome
 ARCHITECTURES = ("Post-LN", "Pre-LN", "no norm", "ReZero")
 """Where the norm sits (module docstring)."""
 
-__all__ = ["ARCHITECTURES", "AddNormMLP", "MapRun", "StabilityMap", "SublayerGradients", "outcome",
+__all__ = ["ARCHITECTURES", "AddNormMLP", "MapRun", "StabilityMap", "Sublayer", "SublayerGradients", "outcome",
            "stability_map", "sublayer_gradients"]
 
 
@@ -83,7 +83,7 @@ class Sublayer(nn.Module):
 
 
 class AddNormMLP(nn.Module):
-    """Stem ``relu(W x)``, ``blocks`` :class:`Sublayer` s, (Pre-LN: a final LayerNorm), head.
+    """Stem ``relu(W x)``, ``blocks`` sublayers (:class:`Sublayer`), (Pre-LN: a final LayerNorm), head.
 
     ``scale`` multiplies every branch's last layer, weights and bias, after He
     initialisation (the head is Xavier-initialised, as in :class:`~helpers.models.mlp.DeepMLP`).
