@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 NOTEBOOK = ROOT / "book" / "ch1" / "05_residual_block.ipynb"  # one notebook in make test; ``make benchmark`` runs all
 NOTEBOOKS = toc_notebooks(ROOT) if os.environ.get("COURSE_LAB_NOTEBOOKS") == "all" else [NOTEBOOK]
 BUDGET_S = 30  # a learner's Run All (DEVELOPERS.md); the site's cold execution has 60 s
-TOLERANCE = 1.5  # a loaded test machine may be slower than a learner's laptop; the benchmark keeps the figure
+TOLERANCE = 2.0  # fails far past the budget; the benchmark records and flags every page over it (README)
 
 
 def _free_port() -> int:

@@ -133,7 +133,7 @@ def phase_diagram(weight_variances, scan: dict, *, critical: float, layers: int,
     finish(right, title="the signal, forward", xlabel="weight variance σ_w² (× 1/width)",
            ylabel="cosine of h_L at neighbours", legend=False)
     with house_style():
-        left.legend(fontsize=9, loc="lower left")
+        left.legend(fontsize=10, loc="lower left")
         right.text(0.03, 0.06, "grey: ordered phase", transform=right.transAxes, fontsize=10, color="0.3")
     title_figure(fig, title)
     return fig
