@@ -154,3 +154,68 @@ def test_a_nonlinear_branch_shifts_the_streams_features_and_a_linear_one_does_no
     assert shifted.stream_offset.shape == (13,)
     assert shifted.stream_offset[-1] > 3 * linear.stream_offset[-1]
     assert np.allclose(linear.hidden_skew, 0, atol=0.3)  # a linear branch leaves its units symmetric
+
+
+def test_natural_mates_fill_the_batch_and_the_fast_outputs_match_target_output():
+    from helpers.measure.batch_mates import _outputs, natural_mates, target_output
+
+    mates = natural_mates(40, 4, 3, max_length=6, shift=1.0, generator=torch.Generator().manual_seed(0))
+    assert sum(len(m) for m in mates) == 36 and all(1 <= len(m) <= 6 for m in mates)
+    assert natural_mates(4, 4, 3) == []
+    target = random_sequences([4], 3, generator=torch.Generator().manual_seed(1))[0]
+    for seed in range(5):
+        for n in (4, 5, 9, 40):
+            for norm in BATCH_NORMS:
+                fast = _outputs(target, n, norm, draws=1, max_length=6, shift=0.5,
+                                generator=torch.Generator().manual_seed(seed))[0]
+                slow = target_output(target, natural_mates(n, 4, 3, max_length=6, shift=0.5,
+                                                           generator=torch.Generator().manual_seed(seed)), norm)
+                assert torch.allclose(fast, slow, atol=1e-12), (seed, n, norm)
+    with pytest.raises(ValueError, match="tokens must be >= target_length"):
+        natural_mates(3, 4, 3)
+
+
+def test_drift_by_batch_size_is_zero_for_layer_norm_and_falls_as_one_over_root_n_for_batch_norm():
+    from helpers.measure.batch_mates import drift_by_batch_size, source_shift
+
+    g = torch.Generator().manual_seed(3)
+    target = random_sequences([4], 8, generator=g)[0]
+    sizes = (16, 256, 4096)
+    assert np.all(drift_by_batch_size(target, sizes, "layer", generator=g) == 0)
+    spread = drift_by_batch_size(target, sizes, "batch-masked", draws=200, generator=g)
+    # the error of a mean and a variance from N standard-normal tokens: about sqrt(1.5 / N) per entry
+    expected = np.sqrt(1.5 / np.array(sizes))
+    assert np.allclose(spread[1:], expected[1:], rtol=0.3), (spread, expected)
+    assert drift_by_batch_size(target, [4], "batch", generator=g)[0] < 1e-12  # alone in its batch
+    moved = source_shift(target, (8, 4096), "batch-masked", shift=1.0, draws=50, generator=g)
+    assert moved[1] == pytest.approx(1.0, abs=0.05) and moved[0] < moved[1]  # the mates' mean becomes the batch's
+    with pytest.raises(ValueError, match="norm must be one of"):
+        drift_by_batch_size(target, sizes, "group")
+    with pytest.raises(ValueError, match="target"):
+        drift_by_batch_size(torch.zeros(4), sizes, "batch")
+    with pytest.raises(ValueError, match=">= the target's length"):
+        drift_by_batch_size(target, [2], "batch")
+    with pytest.raises(ValueError, match="draws must be >= 2"):
+        drift_by_batch_size(target, sizes, "batch", draws=1)
+    with pytest.raises(TypeError, match="tokens_per_batch"):
+        drift_by_batch_size(target, [8.5], "batch")
+
+
+def test_drift_by_tokens_draws_log_log_lines_and_refuses_bad_input():
+    import matplotlib.pyplot as plt
+
+    from helpers.plots.batch_mates import drift_by_tokens
+
+    sizes = [8, 32, 128]
+    fig = drift_by_tokens(sizes, {"BatchNorm": [0.3, 0.2, 0.1]}, shifted=[0.5, 0.8, 0.9], title="Noise falls")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert len(ax.get_lines()) == 3  # the measured line, the sqrt reference and the shifted case
+    assert "tokens" in ax.get_xlabel()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one positive value per batch size"):
+        drift_by_tokens(sizes, {"BatchNorm": [0.3, 0.2]}, title="Wrong length")
+    with pytest.raises(ValueError, match="at least two positive"):
+        drift_by_tokens([8], {"BatchNorm": [0.3]}, title="One size")
+    with pytest.raises(ValueError, match="title"):
+        drift_by_tokens(sizes, {"BatchNorm": [0.3, 0.2, 0.1]}, title="")

@@ -9,6 +9,7 @@ import torch
 import helpers
 from helpers import plots
 from helpers.experiments import effective_depth, rank_agreement, scale_profile
+from helpers.experiments.effective_depth import carve_validation, decay_sweep, train_with_decays
 from helpers.experiments.joins import JoinRun
 from helpers.measure.cost import stream_gradient_norms
 from helpers.models import JoinedMLP
@@ -25,8 +26,9 @@ def nets():
     return data, runs
 
 
-def test_effective_depth_measures_every_block_and_deletes_the_idle_ones_together(nets):
+def test_effective_depth_chooses_on_validation_and_scores_on_test(nets):
     data, runs = nets
+    _, x_val, y_val = carve_validation(data)
     assert [r.seed for r in runs] == [0, 1]
     for run in runs:
         assert run.ratios.shape == run.initial_ratios.shape == run.lesion.shape == (3,)
@@ -34,11 +36,11 @@ def test_effective_depth_measures_every_block_and_deletes_the_idle_ones_together
         assert run.effective_depth == 3 - len(run.cheap)
         expected = helpers.measure.error_rate(run.model, data.x_test, data.y_test, skip=run.cheap)
         assert run.joint_error == expected and run.joint_cost == pytest.approx(expected - run.test_error)
-        # the lesion is the rise of the test loss when one block is deleted
+        # the lesion is the rise of the *validation* loss when one block is deleted
         run.model.eval()
         with torch.no_grad():
-            loss = torch.nn.functional.cross_entropy(run.model(data.x_test), data.y_test)
-            without = torch.nn.functional.cross_entropy(run.model(data.x_test, skip=[1]), data.y_test)
+            loss = torch.nn.functional.cross_entropy(run.model(x_val), y_val)
+            without = torch.nn.functional.cross_entropy(run.model(x_val, skip=[1]), y_val)
         assert run.lesion[1] == pytest.approx(float(without - loss), abs=1e-6)
 
 
@@ -49,6 +51,63 @@ def test_the_same_seed_draws_the_same_net(nets):
     assert np.allclose(again.ratios, runs[0].ratios, atol=1e-5)
 
 
+def test_carve_validation_holds_out_a_share_of_each_class():
+    data = helpers.data.digits()
+    train, x_val, y_val = carve_validation(data, 0.2)
+    assert len(train.x_train) + len(x_val) == len(data.x_train) and torch.equal(train.x_test, data.x_test)
+    for c in range(10):
+        n = int((data.y_train == c).sum())
+        assert int((y_val == c).sum()) == round(0.2 * n)
+    # no image on both sides: each held-out row is a training row that the new training set lacks
+    rows = {tuple(r.tolist()) for r in train.x_train}
+    assert not any(tuple(r.tolist()) in rows for r in x_val[:50])
+    again = carve_validation(data, 0.2)
+    assert torch.equal(again[1], x_val)  # a fixed split
+    with pytest.raises(ValueError, match="fraction"):
+        carve_validation(data, 1.0)
+    with pytest.raises(TypeError, match="DataSplit"):
+        carve_validation((data.x_train, data.y_train))
+
+
+def test_train_with_decays_trains_each_net_as_fit_would_alone():
+    from helpers.models.mlp import DeepMLP
+    from helpers.seeding import isolated
+    from helpers.training import fit
+
+    data = helpers.data.digits()
+    x, y = data.x_train[:300], data.y_train[:300]
+
+    def net(seed):
+        with isolated(seed):
+            return DeepMLP(8, 16, kind="residual", norm="batch", order="pre")
+
+    alone = [net(3), net(4)]
+    fit(alone[0], x, y, epochs=2, lr=0.05, seed=3, weight_decay=5e-3, progress=False)
+    fit(alone[1], x, y, epochs=2, lr=0.05, seed=4, weight_decay=1e-4, progress=False)
+    together = [net(3), net(4), net(3)]
+    train_with_decays(together, x, y, weight_decays=[5e-3, 1e-4, 0.0], seeds=[3, 4, 3], epochs=2, lr=0.05,
+                      progress=False)
+    for a, b in zip(alone, together):
+        for p, q in zip(a.state_dict().values(), b.state_dict().values()):
+            assert torch.allclose(p.float(), q.float(), atol=1e-5)
+    # the third net differs from the first only in its decay, and that shows
+    assert not torch.allclose(together[0].head.weight, together[2].head.weight, atol=1e-4)
+    with pytest.raises(ValueError, match="equally long"):
+        train_with_decays(together, x, y, weight_decays=[0.0], seeds=[0, 1, 2], epochs=1, lr=0.05)
+    with pytest.raises(ValueError, match="weight_decays"):
+        train_with_decays(together, x, y, weight_decays=[0.0, -1.0, 0.0], seeds=[0, 1, 2], epochs=1, lr=0.05)
+
+
+def test_decay_sweep_gives_each_decay_the_same_starting_nets():
+    data = helpers.data.digits()
+    runs = decay_sweep(data, weight_decays=[1e-4, 1e-2], seeds=[5], depth=6, epochs=1, progress=False)
+    assert list(runs) == [1e-4, 1e-2] and [len(g) for g in runs.values()] == [1, 1]
+    weak, strong = runs[1e-4][0], runs[1e-2][0]
+    assert np.allclose(weak.initial_ratios, strong.initial_ratios) and weak.weight_decay == 1e-4
+    with pytest.raises(ValueError, match="repeat"):
+        decay_sweep(data, weight_decays=[1e-3, 1e-3])
+
+
 def test_bad_options_are_named():
     data = helpers.data.digits()
     with pytest.raises(ValueError, match="weight_decay"):
@@ -57,6 +116,8 @@ def test_bad_options_are_named():
         effective_depth(data, weight_decay=0.0, threshold=0.0)
     with pytest.raises(ValueError, match="seeds"):
         effective_depth(data, weight_decay=0.0, seeds=[])
+    with pytest.raises(ValueError, match="fraction"):
+        effective_depth(data, weight_decay=0.0, validation=0.0)
 
 
 def test_rank_agreement_is_spearmans():
@@ -113,6 +174,19 @@ def test_chapter_3_training_figures(nets):
     top, bottom = fig.axes[:2]
     assert top.get_yscale() == "log" and bottom.get_yscale() == "symlog"
     plt.close(fig)
+    from helpers.plots.effective_depth import decay_trend, switched_off_on_validation
+
+    fig = switched_off_on_validation({"5e-3": runs}, threshold=0.02, title="Blocks switch off")
+    assert "validation" in fig.axes[1].get_ylabel()
+    plt.close(fig)
+    fig = decay_trend({5e-3: runs, 1e-4: runs}, title="Decay turns redundant blocks idle")
+    left, right = fig.axes[:2]
+    assert left.get_xscale() == right.get_xscale() == "log" and "%" in right.get_ylabel()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="> 0"):
+        decay_trend({0.0: runs}, title="No log axis")
+    with pytest.raises(ValueError, match="non-empty"):
+        switched_off_on_validation({}, threshold=0.02, title="Nothing")
     fig = plots.deletion_frame(runs[0].ratios, [1], error=0.2, intact=0.1, title="One deleted")
     assert "10.0 % intact, 20.0 % with 1 deleted" in fig.axes[0].get_xlabel()
     plt.close(fig)

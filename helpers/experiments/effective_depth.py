@@ -1,21 +1,26 @@
 """Is the identity always good? Which blocks of a trained residual net have switched off.
 
 A residual net of ``depth`` weight layers (pre-activation blocks, ``y = x + F(x)``, with
-BatchNorm) is trained on the digits with a given weight decay. For each block ``i`` of the
-trained net two measures say how much it does:
+BatchNorm) is trained on the digits with a given weight decay. The training images are
+split first (:func:`carve_validation`): the net trains on most of them, and a held-out
+*validation* split of the rest chooses which blocks look idle, so that the test images only
+score the choice. For each block ``i`` of the trained net two measures say how much it does:
 
-* its correction, ``r_i = ||F_i(h_i)|| / ||h_i||`` (:func:`helpers.measure.branches.net_branch_ratios`);
-* its lesion: ``d_i = L(net without block i) - L(net)``, the rise of the test
-  cross-entropy when the block is deleted at test time (its input passed straight through).
-  The loss, not the error rate, because on 450 test digits one digit is 0.2 points of error
-  and most single deletions change only a digit or two.
+* its correction, ``r_i = ||F_i(h_i)|| / ||h_i||`` over the test images
+  (:func:`helpers.measure.branches.net_branch_ratios`);
+* its lesion: ``d_i = L_val(net without block i) - L_val(net)``, the rise of the
+  validation cross-entropy when the block is deleted at test time (its input passed
+  straight through). The loss, not the error rate, because on a few hundred images one
+  image is a fraction of a point of error and most single deletions change only one or two.
 
 A block is *cheap* when deleting it alone costs almost nothing: ``d_i < threshold``
 (default 0.02 nats). A cheap block may still share work with others, so
 :func:`effective_depth` also deletes all the cheap blocks at once and measures what that
-costs (``joint_cost``, in test error): small if they have really *switched off* (then the
-*effective depth* is the number of blocks that are not cheap), large if they were only
-redundant.
+costs on the *test* images (``joint_cost``, in test error): small if they have really
+*switched off* (then the *effective depth* is the number of blocks that are not cheap),
+large if they were only redundant. :func:`decay_sweep` does the same for several weight
+decays at once, every decay starting from the same weights and seeing the same
+mini-batches.
 """
 
 from __future__ import annotations
@@ -26,13 +31,17 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 from torch.nn import functional as F
+from tqdm.auto import tqdm
 
 from .._checks import non_empty, positive_int, real_number
+from ..data import DataSplit
+from ..environment import show_progress
 from ..measure.branches import net_branch_ratios
 from ..measure.lesion import error_rate
 from ..models.mlp import DeepMLP
-from ..seeding import isolated
-from ..training import fit
+from ..seeding import generator, isolated
+from ..stack import Stack
+from ..training import make_optimizer
 
 
 @dataclass
@@ -42,16 +51,16 @@ class SwitchedOff:
     seed: int
     weight_decay: float
     model: DeepMLP
-    ratios: np.ndarray  # ||F_i|| / ||h_i|| per block, after training
+    ratios: np.ndarray  # ||F_i|| / ||h_i|| per block on the test images, after training
     initial_ratios: np.ndarray  # the same at initialisation (with the batch's statistics)
-    lesion: np.ndarray  # rise of the test loss when block i alone is deleted
+    lesion: np.ndarray  # rise of the validation loss when block i alone is deleted
     threshold: float
     test_error: float
     joint_error: float  # test error with every cheap block deleted at once
 
     @property
     def cheap(self) -> list[int]:
-        """The blocks whose deletion alone raises the test loss by less than ``threshold``."""
+        """The blocks whose deletion alone raises the validation loss by less than ``threshold``."""
         return [int(i) for i in np.flatnonzero(self.lesion < self.threshold)]
 
     @property
@@ -66,43 +75,126 @@ class SwitchedOff:
         return self.joint_error - self.test_error
 
 
+def carve_validation(data: DataSplit, fraction: float = 0.2, seed: int = 0):
+    """``(train, x_val, y_val)``: ``data`` with a share ``fraction`` of its training images
+    held out, class by class (``round(fraction * n_c)`` of the ``n_c`` images of class
+    ``c``, chosen by a permutation drawn from ``seed``). ``train`` is a
+    :class:`~helpers.data.DataSplit` with the remaining training images and the same test
+    images; the held-out ones are the validation split."""
+    if not isinstance(data, DataSplit):
+        raise TypeError(f"data must be a helpers.data.DataSplit, got {type(data).__name__}")
+    fraction = real_number("fraction", fraction, low=0.0, high=1.0, low_inclusive=False)
+    if fraction >= 1.0:
+        raise ValueError(f"fraction must be < 1, got {fraction}")
+    gen = generator(seed)
+    held = []
+    for c in torch.unique(data.y_train):
+        members = torch.nonzero(data.y_train == c).flatten()
+        held.append(members[torch.randperm(len(members), generator=gen)[:round(fraction * len(members))]])
+    held = torch.cat(held).sort().values
+    keep = torch.ones(len(data.y_train), dtype=torch.bool)
+    keep[held] = False
+    if not held.numel() or not keep.any():
+        raise ValueError(f"fraction {fraction} leaves no images on one side of the split")
+    train = DataSplit(data.x_train[keep], data.y_train[keep], data.x_test, data.y_test)
+    return train, data.x_train[held], data.y_train[held]
+
+
+def train_with_decays(models, x: torch.Tensor, y: torch.Tensor, *, weight_decays, seeds, epochs: int,
+                      lr: float, batch_size: int = 128, momentum: float = 0.9,
+                      progress: bool | None = None) -> None:
+    """Train ``models`` (nets of one structure, in place) as one
+    :class:`~helpers.stack.Stack`, each with its own weight decay: the loop of
+    :func:`helpers.training.fit` with SGD (momentum ``momentum``, learning rate ``lr``), whose
+    weight decay is one number for all nets. Member ``e`` adds ``weight_decays[e] * θ_e``
+    to its gradient before the momentum step, as ``torch.optim.SGD(weight_decay=...)``
+    does, and shuffles the training set each epoch with a generator seeded by
+    ``seeds[e]``, exactly as :func:`~helpers.training.fit` draws it. So a member is trained
+    as :func:`~helpers.training.fit` would train it alone (a unit test checks this).
+    ``progress=None`` shows a bar unless this is a static build."""
+    models = list(non_empty("models", models))
+    decays = [real_number("weight_decays[i]", d, low=0.0) for d in non_empty("weight_decays", weight_decays)]
+    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
+    if not len(models) == len(decays) == len(seeds):
+        raise ValueError(f"models, weight_decays and seeds must be equally long, got {len(models)}, "
+                         f"{len(decays)} and {len(seeds)}")
+    epochs, batch_size = positive_int("epochs", epochs), positive_int("batch_size", batch_size)
+    lr = real_number("lr", lr, low=0.0, low_inclusive=False)
+    stack = Stack(models).train()
+    opt = make_optimizer([stack.flat], "sgd", real_number("momentum", momentum, low=0.0), 0.0)
+    decay = torch.tensor(decays, dtype=stack.flat.dtype)[stack.member_of]
+    gens = [generator(s) for s in seeds]
+    steps = epochs * len(torch.arange(len(x)).split(batch_size))
+    bar = tqdm(total=steps, desc=f"{len(models)} nets", disable=not show_progress(progress), leave=False)
+    for _ in range(epochs):
+        order = torch.stack([torch.randperm(len(x), generator=g) for g in gens])
+        for idx in order.split(batch_size, dim=1):
+            loss = F.cross_entropy(stack(x[idx]).flatten(0, 1), y[idx].flatten(), reduction="none")
+            stack.zero_grad()
+            loss.view(idx.shape).mean(dim=1).sum().backward()
+            with torch.no_grad():
+                stack.flat.grad.add_(stack.flat * decay)  # each member's own weight decay
+                before = stack.flat.detach().clone()
+                opt.step()  # learning rate 1, then scaled, as helpers.training.train_steps does
+                stack.flat.sub_(before).mul_(lr).add_(before)
+            bar.update()
+    bar.close()
+    stack.write_back()
+    for m in stack.models:
+        m.train()
+
+
 @torch.no_grad()
-def _test_loss(model: DeepMLP, x: torch.Tensor, y: torch.Tensor, skip=()) -> float:
+def _loss(model: DeepMLP, x: torch.Tensor, y: torch.Tensor, skip=()) -> float:
     model.eval()
     return float(F.cross_entropy(model(x, skip=skip), y))
 
 
-def effective_depth(data, *, weight_decay: float, seeds=(0,), depth: int = 42, width: int = 32,
-                    epochs: int = 30, lr: float = 0.05, threshold: float = 0.02,
-                    progress: bool | None = None) -> list[SwitchedOff]:
-    """Train one residual :class:`~helpers.models.mlp.DeepMLP` per seed (pre-activation
-    blocks, BatchNorm, He init; SGD with momentum 0.9, ``lr`` and ``weight_decay``, all nets
-    together by :func:`helpers.training.fit`) and measure every block (see the
-    module docstring). The seed fixes a net's initial weights and its mini-batches; the
-    caller's random state is left alone."""
+def decay_sweep(data, *, weight_decays, seeds=(0,), depth: int = 42, width: int = 32, epochs: int = 30,
+                lr: float = 0.05, threshold: float = 0.02, validation: float = 0.2,
+                progress: bool | None = None) -> dict[float, list[SwitchedOff]]:
+    """Train one residual :class:`~helpers.models.mlp.DeepMLP` per seed and weight decay
+    (pre-activation blocks, BatchNorm, He init; SGD with momentum 0.9 at rate ``lr``, all
+    nets together by :func:`train_with_decays`) on the training images less a validation
+    share ``validation`` (:func:`carve_validation`), and measure every block (module
+    docstring): ``{weight decay: [one SwitchedOff per seed]}``. The seed fixes a net's
+    initial weights and its mini-batches, so the nets of one seed differ only in their weight
+    decay; the caller's random state is left alone. ``progress`` as for
+    :func:`train_with_decays`."""
+    decays = [real_number("weight_decays[i]", d, low=0.0) for d in non_empty("weight_decays", weight_decays)]
+    if len(set(decays)) != len(decays):
+        raise ValueError(f"weight_decays must not repeat a value, got {decays}")
     seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
-    weight_decay = real_number("weight_decay", weight_decay, low=0.0)
     threshold = real_number("threshold", threshold, low=0.0, low_inclusive=False)
+    train, x_val, y_val = carve_validation(data, validation)
+    members = [(d, s) for d in decays for s in seeds]
     models, initial = [], []
-    for seed in seeds:
+    for _, seed in members:
         with isolated(seed):
             model = DeepMLP(depth, positive_int("width", width), kind="residual", norm="batch", order="pre",
                             in_features=data.n_features, n_classes=data.n_classes)
         initial.append(net_branch_ratios(model, data.x_test, batch_statistics=True))
         models.append(model)
-    fit(models, data.x_train, data.y_train, epochs=positive_int("epochs", epochs), lr=lr, seed=seeds,
-        weight_decay=weight_decay, progress=progress,
-        description=f"{len(models)} nets, weight decay {weight_decay:g}")
+    train_with_decays(models, train.x_train, train.y_train, weight_decays=[d for d, _ in members],
+                      seeds=[s for _, s in members], epochs=epochs, lr=lr, progress=progress)
     x, y = data.x_test, data.y_test
-    runs = []
-    for seed, model, start in zip(seeds, models, initial):
-        loss = _test_loss(model, x, y)
-        lesion = np.array([_test_loss(model, x, y, skip=[i]) - loss for i in range(len(model.blocks))])
-        run = SwitchedOff(seed, weight_decay, model, net_branch_ratios(model, x), start, lesion, threshold,
+    runs = {d: [] for d in decays}
+    for (decay, seed), model, start in zip(members, models, initial):
+        loss = _loss(model, x_val, y_val)
+        lesion = np.array([_loss(model, x_val, y_val, skip=[i]) - loss for i in range(len(model.blocks))])
+        run = SwitchedOff(seed, decay, model, net_branch_ratios(model, x), start, lesion, threshold,
                           error_rate(model, x, y), float("nan"))
         run.joint_error = error_rate(model, x, y, skip=run.cheap)
-        runs.append(run)
+        runs[decay].append(run)
     return runs
+
+
+def effective_depth(data, *, weight_decay: float, seeds=(0,), **options) -> list[SwitchedOff]:
+    """:func:`decay_sweep` for one weight decay: one :class:`SwitchedOff` per seed (the
+    same ``depth``, ``width``, ``epochs``, ``lr``, ``threshold`` and ``validation``
+    options)."""
+    weight_decay = real_number("weight_decay", weight_decay, low=0.0)
+    return decay_sweep(data, weight_decays=[weight_decay], seeds=seeds, **options)[weight_decay]
 
 
 def rank_agreement(a, b) -> float:

@@ -14,16 +14,25 @@ three ways (no scale or shift, which do not change the answer):
 different padding) and measures how much the target's own output moves: the largest
 absolute change of any of its entries, against the first batch. LayerNorm's is 0 up to
 rounding by construction; BatchNorm's is not, with padding or without.
+
+:func:`drift_by_batch_size` asks how that dependence scales with the batch. It fills batches
+of a given number of real tokens with *natural* mates (:func:`natural_mates`: sequences of
+random lengths from the target's own distribution, or from a shifted one as a separate
+case) and measures the spread of the target's output over many such batches. For a batch of
+``N`` real tokens BatchNorm's mean and variance are estimates from ``N`` draws, so the
+spread should fall about as ``1 / sqrt(N)``; a shift of the mates' source moves the output
+by an amount that does not fall with ``N``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._checks import choice, positive_int
+from .._checks import choice, non_empty, positive_int, real_number
 
 BATCH_NORMS = ("layer", "batch", "batch-masked")
 EPS = 1e-5
@@ -98,5 +107,113 @@ def random_sequences(lengths: Sequence[int], features: int, *, shift: float = 0.
     return [torch.randn(n, features, generator=generator, dtype=torch.float64) + shift for n in lengths]
 
 
+def natural_mates(tokens: int, target_length: int, features: int, *, max_length: int = 8, shift: float = 0.0,
+                  generator: torch.Generator | None = None) -> list[torch.Tensor]:
+    """Batch mates for a target of ``target_length`` tokens, so that the batch holds
+    ``tokens`` real tokens in all: standard-normal sequences (plus ``shift``) whose lengths are
+    drawn uniformly from 1 to ``max_length``, the last one cut to fit. No mate at all when
+    ``tokens == target_length``."""
+    tokens, target_length = positive_int("tokens", tokens), positive_int("target_length", target_length)
+    if tokens < target_length:
+        raise ValueError(f"tokens must be >= target_length ({target_length}), got {tokens}")
+    max_length, features = positive_int("max_length", max_length), positive_int("features", features)
+    shift = real_number("shift", shift)
+    left = tokens - target_length
+    if not left:
+        return []
+    lengths = torch.randint(1, max_length + 1, (left,), generator=generator)  # more than enough
+    ends = lengths.cumsum(0)
+    count = int(torch.searchsorted(ends, left)) + 1  # the first `count` mates reach `left` tokens
+    lengths = lengths[:count].clone()
+    lengths[-1] -= int(ends[count - 1]) - left
+    return list(torch.randn(left, features, generator=generator, dtype=torch.float64).add_(shift)
+                .split(lengths.tolist()))
+
+
+def _outputs(target: torch.Tensor, n: int, norm: str, *, draws: int, max_length: int, shift: float,
+             generator: torch.Generator | None) -> torch.Tensor:
+    """The target's output in ``draws`` batches of ``n`` real tokens, ``(draws, *target.shape)``:
+    :func:`target_output` among :func:`natural_mates`, all draws at once. The padding's zeros
+    add nothing to the sums, so BatchNorm's mean and variance over ``batch x longest``
+    positions are the real tokens' sums divided by that count. With ``draws=1`` it draws what
+    :func:`natural_mates` draws (a unit test checks the two agree)."""
+    if norm == "layer":
+        return F.layer_norm(target, (target.shape[-1],), eps=EPS).expand(draws, *target.shape)
+    length, features = target.shape
+    left = n - length
+    if left < 0:
+        raise ValueError(f"tokens_per_batch must be >= the target's length ({length}), got {n}")
+    if not left:
+        alone = _output_with(target, target.sum(0), target.pow(2).sum(0), torch.tensor(float(length)), norm)
+        return alone.expand(draws, *target.shape)
+    lengths = torch.randint(1, max_length + 1, (draws, left), generator=generator)
+    ends = lengths.cumsum(1)
+    count = torch.searchsorted(ends, torch.full((draws, 1), left)).squeeze(1) + 1  # mates per batch
+    used = torch.arange(left) < count[:, None]
+    last = lengths.gather(1, (count - 1)[:, None]).squeeze(1) - (ends.gather(1, (count - 1)[:, None]).squeeze(1) - left)
+    longest = torch.where(used, lengths, 0).scatter(1, (count - 1)[:, None], 0).max(1).values.maximum(last)
+    mates = torch.randn(draws, left, features, generator=generator, dtype=torch.float64).add_(shift)
+    if norm == "batch-masked":
+        total = torch.full((draws,), float(n))
+    else:
+        total = ((1 + count) * longest.clamp_min(length)).double()
+    return _output_with(target, target.sum(0) + mates.sum(1), target.pow(2).sum(0) + mates.pow(2).sum(1), total,
+                        norm)
+
+
+def _output_with(target, first, second, total, norm) -> torch.Tensor:
+    """BatchNorm's output for ``target`` given the batch's sums of entries and of squares per
+    feature (``(draws, features)`` or ``(features,)``) and its count of positions."""
+    total = total.reshape(-1, 1) if total.ndim else total
+    mean = first / total
+    var = second / total - mean.pow(2)
+    features = target.shape[-1]
+    return (target - mean.reshape(-1, 1, features)) / torch.sqrt(var.reshape(-1, 1, features) + EPS)
+
+
+def _sizes_and_target(target, tokens_per_batch, norm) -> list[int]:
+    choice("norm", norm, BATCH_NORMS)
+    if not isinstance(target, torch.Tensor) or target.ndim != 2 or not len(target):
+        raise ValueError("target must be a (length, features) tensor with at least one token")
+    return [positive_int("tokens_per_batch[i]", n) for n in non_empty("tokens_per_batch", tokens_per_batch)]
+
+
+def drift_by_batch_size(target: torch.Tensor, tokens_per_batch: Sequence[int], norm: str, *, draws: int = 32,
+                        max_length: int = 8, shift: float = 0.0,
+                        generator: torch.Generator | None = None) -> np.ndarray:
+    """How much ``target``'s normalised output depends on its batch, for batches of each size
+    in ``tokens_per_batch`` (real tokens, the target's included).
+
+    For each size ``N`` the target is normalised in ``draws`` batches of fresh
+    :func:`natural_mates` (mate lengths 1 to ``max_length``, source shifted by ``shift``);
+    the result is the standard deviation of each output entry over the draws, root mean
+    squared over the target's entries: ``sqrt(mean_entries(Var_draws(output)))``, in units
+    of the output's own scale (about 1). 0 up to rounding for LayerNorm; for BatchNorm on
+    natural mates about ``sqrt(1.5 / N)`` for large ``N`` (the error of a mean and a
+    variance estimated from ``N`` tokens), less while the target is a large share of the
+    batch, and a little more when the padding counts."""
+    sizes = _sizes_and_target(target, tokens_per_batch, norm)
+    draws = positive_int("draws", draws, minimum=2)
+    options = dict(draws=draws, max_length=max_length, shift=shift, generator=generator)
+    return np.array([float(_outputs(target, n, norm, **options).var(0).mean().sqrt()) for n in sizes])
+
+
+def source_shift(target: torch.Tensor, tokens_per_batch: Sequence[int], norm: str, *, shift: float = 1.0,
+                 draws: int = 32, max_length: int = 8, generator: torch.Generator | None = None) -> np.ndarray:
+    """How far ``target``'s normalised output moves, on average, when its mates come from a
+    source shifted by ``shift`` instead of its own: for each batch size in
+    ``tokens_per_batch``, the root mean square over the target's entries of the difference
+    between its mean output over ``draws`` batches of shifted mates and over ``draws``
+    batches of unshifted ones (:func:`natural_mates`). Sampling noise averages out over the
+    draws; what is left is the systematic move, which grows towards ``shift`` as the mates
+    outnumber the target."""
+    sizes = _sizes_and_target(target, tokens_per_batch, norm)
+    options = dict(draws=positive_int("draws", draws), max_length=max_length, generator=generator)
+    shift = real_number("shift", shift)
+    return np.array([float((_outputs(target, n, norm, shift=shift, **options).mean(0)
+                            - _outputs(target, n, norm, shift=0.0, **options).mean(0)).pow(2).mean().sqrt())
+                     for n in sizes])
+
+
 __all__ = ["BATCH_NORMS", "pad_batch", "normalise", "target_output", "batch_mate_drift", "drift_table",
-           "random_sequences"]
+           "random_sequences", "natural_mates", "drift_by_batch_size", "source_shift"]
