@@ -9,9 +9,9 @@
 #   make test-coursework  a graded class, the student edition, the PDF, the site without solutions
 #   make test-install  the student edition installed into a clean venv and run (about 2 minutes)
 #
-# Each notebook is executed once per seed: tools/execute.py runs them side by side into
-# _build/.jupyter_cache, and the site build (in `make site` and `make test` alike) reads them
-# from there. A notebook runs again only when its code cells, or a helpers file that its last run
+# Each notebook is executed once per seed: in `make test` nbval runs them (tools/nbval_cache.py),
+# in `make site` tools/execute.py does, side by side into _build/.jupyter_cache, and the site
+# build reads them from there. A notebook runs again only when its code cells, or a helpers file that its last run
 # loaded, or the pins change (tools/fingerprints.py).
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -23,13 +23,15 @@ CHAPTER ?=
 NOTEBOOK ?=
 SEEDS ?= 1-9
 PYTEST := $(BIN)/python -m pytest -ra
+# e.g. PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu": PyTorch's CPU build on Linux
+PIP_ARGS ?=
 
 .PHONY: site site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student grade lab serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt $(PIP_ARGS)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@# nbgrader grades from the command line (make grade); its JupyterLab menus stay out of a learner's way
 	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
@@ -42,6 +44,9 @@ site: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	@# nbval runs every notebook of _toc.yml for seed 0, side by side; each run that passes is the
+	@# execution the site build and the tests below read (tools/nbval_cache.py)
+	$(PYTEST) -p tools.nbval_cache --nbval-lax --nbval-cell-timeout=600 -n auto --dist loadfile book
 	$(PYTEST) -m "not sweep and not coursework" tests
 
 sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9); records them

@@ -199,6 +199,10 @@ def test_drift_by_batch_size_is_zero_for_layer_norm_and_falls_as_one_over_root_n
         drift_by_batch_size(target, sizes, "batch", draws=1)
     with pytest.raises(TypeError, match="tokens_per_batch"):
         drift_by_batch_size(target, [8.5], "batch")
+    with pytest.raises(ValueError, match="max_length"):
+        drift_by_batch_size(target, sizes, "batch", max_length=0)
+    with pytest.raises(ValueError, match="max_length"):
+        source_shift(target, sizes, "batch", max_length=0)
 
 
 def test_drift_by_tokens_draws_log_log_lines_and_refuses_bad_input():

@@ -1,5 +1,6 @@
 """Checks of the book's sources: notebooks clean and complete, TOC consistent, student edition sound."""
 
+import ast
 import json
 import re
 
@@ -111,3 +112,35 @@ def test_every_module_of_helpers_is_on_the_api_page():
                if not m.ispkg and not m.name.rsplit(".", 1)[-1].startswith("_")
                and f"automodule:: {m.name}\n" not in api]
     assert not missing, f"add these modules to book/appendix/api.md: {missing}"
+
+
+def _calls_a_checker(node) -> bool:
+    """Whether ``node`` is a call of ``helpers.grading.check_...``."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr.startswith("check_")
+            and ast.unparse(func.value) == "helpers.grading")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_checker_cell_ends_with_its_feedback(path):
+    """The seed sweep fails a run whose hidden solution does not pass its checker, and it reads the
+    verdict from the cell's result (``tools/run_notebooks.py``): so a cell that calls a checker must
+    call it as ``helpers.grading.check_...`` and as its last statement, and no cell may call one
+    under another name."""
+    for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(cell.source)
+        imported = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                    and n.module.startswith("helpers.grading") and any(a.name.startswith("check_") for a in n.names)]
+        assert not imported, f"{path.name} cell {number}: call checkers as helpers.grading.check_..."
+        if not any(_calls_a_checker(n) for n in ast.walk(tree)):
+            continue
+        # names bound to a checker's feedback (or a Feedback made in place of one)
+        feedback = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                    and (_calls_a_checker(n.value) or ast.unparse(n.value.func) == "helpers.grading.Feedback")
+                    for t in n.targets if isinstance(t, ast.Name)}
+        last = tree.body[-1]
+        assert isinstance(last, ast.Expr) and (
+            _calls_a_checker(last.value) or (isinstance(last.value, ast.Name) and last.value.id in feedback)), (
+            f"{path.name} cell {number}: the cell must end with the checker's call or the feedback it returned")

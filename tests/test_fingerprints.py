@@ -187,3 +187,39 @@ def test_the_sweep_starts_the_runs_the_record_timed_longest(tmp_path):
     assert ordered == [("long.ipynb", 1), ("long.ipynb", 2), ("short.ipynb", 1), ("short.ipynb", 2),
                        ("new.ipynb", 1), ("new.ipynb", 2)]
     assert sorted(ordered) == sorted((p.name, s) for p, s in jobs)  # the same runs, reordered
+
+
+def test_a_pin_below_the_marker_leaves_recorded_runs_valid_and_one_above_does_not(book):
+    """Tools that work around the notebooks (nbval, pytest-xdist) are pinned below
+    fingerprints.AROUND_RUNS: adding or bumping one does not make a run stale; a pin the runs
+    can import does."""
+    _tool(book, "-m", "tools.run_notebooks", "--seeds", "1")
+    notebooks = [book / PATHS_NB, book / TUNING_NB]
+    pins = book / fingerprints.PINS
+    text = pins.read_text()
+    assert fingerprints.AROUND_RUNS in text
+    pins.write_text(text + "some-test-plugin==1.0\n")
+    assert fingerprints.plan_sweep(notebooks, MODES["claims-only"], (1,), book).run == {}
+    before, _, after = text.partition(fingerprints.AROUND_RUNS)
+    pins.write_text(before.replace("numpy==", "numpy==0.0.0 # ") + fingerprints.AROUND_RUNS + after)
+    stale = fingerprints.plan_sweep(notebooks, MODES["claims-only"], (1,), book).run
+    assert set(stale) == {PATHS_NB, TUNING_NB} and all("pins" in why for why in stale.values())
+
+
+def test_no_run_imports_a_package_pinned_below_the_marker():
+    """What is pinned below the marker must stay out of the notebooks' runs: import every module
+    of ``helpers`` (as the notebooks' runs do between them) and look for those packages."""
+    _, _, below = (ROOT / fingerprints.PINS).read_text().partition(fingerprints.AROUND_RUNS)
+    names = [line.split("==")[0].strip().lower().replace("-", "_") for line in below.splitlines()
+             if "==" in line and not line.lstrip().startswith("#")]
+    assert "nbval" in names and "pytest_xdist" in names
+    modules = {"pytest_xdist": "xdist"}  # a distribution whose import name differs
+    probe = ("import importlib, pkgutil, sys, helpers\n"
+             "for m in pkgutil.walk_packages(helpers.__path__, 'helpers.'):\n"
+             "    importlib.import_module(m.name)\n"
+             "print(' '.join(sorted({n.split('.')[0] for n in sys.modules})))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=300, check=True).stdout.split()
+    imported = [n for n in names if modules.get(n, n) in loaded]
+    assert not imported, f"pinned below the marker but imported by helpers: {imported}"

@@ -168,8 +168,10 @@ def test_compare_joins_trains_each_start_of_the_projection_together():
     for name in ("add", "concat-project [I, I]", "concat-project [I, 0]"):
         assert by[name, 0.01].skip_gradient_ratio == pytest.approx(1.0, abs=1e-5)
     assert by["concat-project", 0.01].skip_gradient_ratio < 1
-    # the twin of add starts where add starts: its first epoch at a rate matches add's closely
-    assert by["concat-project [I, I]", 0.001].params == by["concat-project", 0.001].params
+    # the twin of add starts where add starts: its first epoch at a small rate matches add's
+    # closely (only P, which add lacks, moves it away), and the random start's does not
+    twin, add, random = (by[name, 0.001].losses[0] for name in ("concat-project [I, I]", "add", "concat-project"))
+    assert twin == pytest.approx(add, rel=0.02) and abs(random - add) > 5 * abs(twin - add), (twin, add, random)
     alone = compare_joins(data, joins=("concat-project",), blocks=3, width=8, epochs=1, lrs=(0.01,),
                           project_inits=("skip",), progress=False)[0]
     assert np.allclose(alone.losses, by["concat-project [I, 0]", 0.01].losses, rtol=1e-5)

@@ -1,7 +1,8 @@
 """Every notebook's claims hold for seed 0, from the book's one execution, which the site reuses.
 
-The execution (``tools/execute.py``) runs each notebook once into jupyter-cache; the site
-build reads the cache. A failing ``assert`` fails that notebook's test here with its
+The execution runs each notebook once into jupyter-cache: in ``make test`` nbval does
+(``tools/nbval_cache.py``, before these tests; ``tests/test_nbval_cache.py``), elsewhere
+``tools/execute.py``; the site build reads the cache. A failing ``assert`` fails that notebook's test here with its
 traceback. The seed sweep (``tests/test_seeds.py``, ``make sweep``) covers seeds 1 to 9.
 """
 

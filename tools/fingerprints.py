@@ -33,6 +33,10 @@ from tools.toc import ROOT
 RECORD = Path("benchmarks") / "sweep.json"  # relative to the book's root
 SWEEP_SEEDS = tuple(range(1, 10))
 PINS = "requirements.txt"
+# The pins below this line in PINS are of tools that work around the notebooks (the test runner's
+# plugins, the learner's JupyterLab extensions) and are never imported by a notebook's run, so a
+# change to them does not make a recorded run stale (a test checks that no run imports them).
+AROUND_RUNS = "# ---- Below: never imported by a notebook's run"
 
 
 def sha256(data: bytes | str) -> str:
@@ -57,8 +61,16 @@ def file_digests(files, root: Path = ROOT) -> dict[str, str]:
 def settings(mode: dict, root: Path = ROOT) -> dict[str, str]:
     """What a run depends on besides its code and files: the pins, the Python version and the
     environment the run was given (``mode``)."""
-    return {"pins": sha256((Path(root) / PINS).read_bytes()), "python": platform.python_version(),
+    return {"pins": sha256(run_pins(root)), "python": platform.python_version(),
             "mode": json.dumps(sorted(mode.items()))}
+
+
+def run_pins(root: Path = ROOT) -> str:
+    """The text of PINS above the line :data:`AROUND_RUNS` (all of it when there is none): the
+    pins a notebook's run can depend on."""
+    text = (Path(root) / PINS).read_text(encoding="utf-8")
+    at = text.find("\n" + AROUND_RUNS)
+    return text if at < 0 else text[: at + 1]
 
 
 @dataclass

@@ -177,7 +177,10 @@ class StabilityMap:
     epochs: int
 
     def of(self, architecture: str, scale: float, lr: float) -> list[MapRun]:
-        """The runs (one per seed) of one cell."""
+        """The runs (one per seed) of one cell; ``ValueError`` for a cell the map does not hold."""
+        if (architecture, scale) not in self.rows or lr not in self.lrs:
+            raise ValueError(f"no cell ({architecture!r}, scale {scale}, lr {lr}) in this map: its rows are "
+                             f"{self.rows} and its learning rates {self.lrs}")
         return [r for r in self.runs if r.architecture == architecture and r.scale == scale and r.lr == lr]
 
     def final(self, architecture: str, scale: float, lr: float) -> np.ndarray:
@@ -252,7 +255,9 @@ class SublayerGradients:
 
     def skip_share(self) -> np.ndarray:
         """``skip_only / arriving`` per sublayer, the mean over the nets: how much of what
-        arrives the skips alone would bring (1 where nothing sits on the skip path)."""
+        arrives the skips alone would bring: 1 at the last sublayer (nothing lies between it and
+        the loss but the head); where no norm sits on the skips (Pre-LN), ``1 / relative()``,
+        since the skips then carry the loss's gradient unchanged."""
         return (self.skip_only / self.arriving).mean(axis=0)
 
 

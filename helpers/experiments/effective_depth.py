@@ -120,6 +120,8 @@ def train_with_decays(models, x: torch.Tensor, y: torch.Tensor, *, weight_decays
                          f"{len(decays)} and {len(seeds)}")
     epochs, batch_size = positive_int("epochs", epochs), positive_int("batch_size", batch_size)
     lr = real_number("lr", lr, low=0.0, low_inclusive=False)
+    if len(x) != len(y):
+        raise ValueError(f"x and y must hold as many examples, got {len(x)} and {len(y)}")
     stack = Stack(models).train()
     opt = make_optimizer([stack.flat], "sgd", real_number("momentum", momentum, low=0.0), 0.0)
     decay = torch.tensor(decays, dtype=stack.flat.dtype)[stack.member_of]

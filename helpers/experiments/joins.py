@@ -77,11 +77,10 @@ def compare_joins(data, *, joins=("add", "concat-project", "none"), blocks: int 
     ``"concat-project"`` gets one net per start of its projections in ``project_inits``
     (``"random"``, ``"sum"`` = ``[I, I]``, ``"skip"`` = ``[I, 0]``;
     :mod:`helpers.models.joins`): a seed's runs come start by start, each at each of its
-    rates. Drawn from the same seed, they share their stem and branches, and for ``"sum"``
-    and ``"skip"`` the head too (a ``"sum"`` net computes what the add net of its seed
-    computes), and all their copies train together. The other joins ignore
-    ``project_inits``. The seed fixes a net's initial weights and its mini-batches; the
-    caller's random state is left alone."""
+    rates. Drawn from the same seed, they share their stem, branches and head, whatever the
+    start of ``P`` (a ``"sum"`` net computes what the add net of its seed computes), and all
+    their copies train together. The other joins ignore ``project_inits``. The seed fixes a
+    net's initial weights and its mini-batches; the caller's random state is left alone."""
     joins = list(non_empty("joins", joins))
     unknown = [j for j in joins if j not in JOINS]
     if unknown:

@@ -194,7 +194,8 @@ def drift_by_batch_size(target: torch.Tensor, tokens_per_batch: Sequence[int], n
     batch, and a little more when the padding counts."""
     sizes = _sizes_and_target(target, tokens_per_batch, norm)
     draws = positive_int("draws", draws, minimum=2)
-    options = dict(draws=draws, max_length=max_length, shift=shift, generator=generator)
+    options = dict(draws=draws, max_length=positive_int("max_length", max_length),
+                   shift=real_number("shift", shift), generator=generator)
     return np.array([float(_outputs(target, n, norm, **options).var(0).mean().sqrt()) for n in sizes])
 
 
@@ -208,7 +209,8 @@ def source_shift(target: torch.Tensor, tokens_per_batch: Sequence[int], norm: st
     draws; what is left is the systematic move, which grows towards ``shift`` as the mates
     outnumber the target."""
     sizes = _sizes_and_target(target, tokens_per_batch, norm)
-    options = dict(draws=positive_int("draws", draws), max_length=max_length, generator=generator)
+    options = dict(draws=positive_int("draws", draws), max_length=positive_int("max_length", max_length),
+                   generator=generator)
     shift = real_number("shift", shift)
     return np.array([float((_outputs(target, n, norm, shift=shift, **options).mean(0)
                             - _outputs(target, n, norm, shift=0.0, **options).mean(0)).pow(2).mean().sqrt())

@@ -62,7 +62,9 @@ def neighbour_correlation(g) -> float:
 def _gradients(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
     net.zero_grad()
     nn.functional.cross_entropy(net(x), y).backward()
-    return [p.grad.flatten() for p in net.parameters() if p.grad is not None]
+    # a parameter the loss does not reach counts as a zero gradient, so the list lines up with
+    # net.parameters()
+    return [(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in net.parameters()]
 
 
 def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -12,8 +12,9 @@ nothing) that keeps its input's width, and joins it to the stream ``h`` by ``joi
 A stem maps the input to ``width`` features and a head maps the last stream to the classes.
 Weights get He initialisation (:func:`helpers.models.mlp.init_linear_`), the head Xavier's.
 The projections are drawn after everything else, so nets drawn from one seed share their
-stem, branches and head whatever their join. ``P`` starts as ``project_init`` says (bias 0
-in each case; the architecture is the same):
+stem, branches and head whatever their join, where their widths agree (every join but
+``"concat-grow"``, whose stream and so its branches and head widen block by block). ``P``
+starts as ``project_init`` says (bias 0 in each case; the architecture is the same):
 
 * ``"random"``: Xavier's initialisation, which keeps the size of ``[h, F(h)]`` (twice the
   features) at the size of ``h``. The skip path is then ``P_1 h`` with ``P_1`` a random
@@ -82,7 +83,8 @@ class JoinedMLP(nn.Module):
             init_linear_(layer, init)
         init_linear_(self.head, "xavier" if init != "pytorch" else "pytorch")
         # The projections are made and drawn last, so that nets of one seed share their stem,
-        # branches and head whatever their join (twins: P = [I, I] computes what add does).
+        # branches and head whatever their join, where the widths agree (not concat-grow's);
+        # twins: P = [I, I] computes what add does.
         if self.project is not None:
             self.project.extend(Linear(2 * w, w) for w in widths)
             for layer in self.project:

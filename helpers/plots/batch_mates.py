@@ -11,12 +11,13 @@ from matplotlib.ticker import FixedLocator, NullLocator
 from .style import COLORS, OTHER_COLORS, finish, house_style, new_figure, title_figure
 
 
-def drift_by_tokens(tokens, spreads: dict, *, title: str, shifted=None, reference: float | None = 1.5):
+def drift_by_tokens(tokens, spreads: dict, *, title: str, shifted=None, shift: float = 1.0,
+                    reference: float | None = 1.5):
     """One panel, log-log: for each entry of ``spreads`` (a label and one value per batch
     size in ``tokens``) the spread of the sequence's output over batches of natural mates;
     a dotted line ``sqrt(reference / N)`` (the error of a mean and a variance estimated from
     ``N`` tokens; none if ``reference`` is None); and, dashed and labelled apart, ``shifted``:
-    how far the output moves when the mates come from a shifted source."""
+    how far the output moves when the mates come from a source shifted by ``shift``."""
     if not isinstance(title, str) or not title.strip():
         raise ValueError("title must be a non-empty string that states the finding")
     tokens = np.asarray(tokens, dtype=float)
@@ -42,7 +43,7 @@ def drift_by_tokens(tokens, spreads: dict, *, title: str, shifted=None, referenc
             raise ValueError("shifted must hold one value per batch size")
         with house_style():
             ax.plot(tokens, shifted, color=COLORS["residual"], linestyle="--", marker="s",
-                    label="mates from a source shifted by +1: systematic move")
+                    label=f"mates from a source shifted by {shift:+g}: systematic move")
     with house_style():
         ax.set_xscale("log")
         ax.set_yscale("log")

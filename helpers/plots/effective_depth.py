@@ -72,8 +72,9 @@ def decay_trend(runs: dict, *, title: str):
         left.yaxis.set_major_locator(MaxNLocator(integer=True))
         left.set_ylim(bottom=0)
         right.set_ylim(bottom=0)
+    n_blocks = len(runs[decays[0]][0].lesion)
     finish(left, title="Blocks cheap to delete alone", xlabel="weight decay",
-           ylabel="blocks (of 20), chosen on validation", legend=False)
+           ylabel=f"blocks (of {n_blocks}), chosen on validation", legend=False)
     finish(right, title="Test error", xlabel="weight decay", ylabel="test error (%)", legend=False)
     with house_style():  # the legend below the panels, clear of the data
         fig.legend(*right.get_legend_handles_labels(), loc="outside lower center", ncols=2)

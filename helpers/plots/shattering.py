@@ -105,6 +105,11 @@ def first_steps_at_rate(first_steps: dict, learning_rate: float, *, title: str):
     return fig
 
 
+def _check_title(title) -> None:
+    if not isinstance(title, str) or not title.strip():
+        raise ValueError("title must be a non-empty string that states the finding")
+
+
 def phase_diagram(weight_variances, scan: dict, *, critical: float, layers: int, title: str,
                   placed: dict | None = None):
     """Order and chaos in a plain tanh chain of ``layers`` layers, against the weight variance
@@ -113,6 +118,7 @@ def phase_diagram(weight_variances, scan: dict, *, critical: float, layers: int,
     pre-activations (mean over chains, band min to max). A dashed line marks the mean-field edge
     of chaos, ``chi_1 = 1`` at ``critical``; ``placed`` (label -> correlation) adds dotted
     horizontal lines on the left panel, e.g. the ReLU chains with BatchNorm of the same depth."""
+    _check_title(title)
     fig, (left, right) = new_figure(ncols=2, width=7.0, height=3.6)
     variances = np.asarray(weight_variances, dtype=float)
     color = OTHER_COLORS[0]
@@ -144,11 +150,17 @@ def agreement_heat_map(depths, by_layer: dict, *, title: str):
     cell per weight layer (0 = the stem, then the hidden layers, last = the head), coloured by
     the cosine of the two gradients (mean over pairs; blank beyond a net's last layer), from
     :func:`helpers.experiments.shattering.agreement_by_layer`."""
+    _check_title(title)
     depths = list(depths)
     kinds = list(by_layer)
+    if not depths or not kinds:
+        raise ValueError("depths and by_layer must not be empty")
     if any(len(by_layer[k]) != len(depths) for k in kinds):
         raise ValueError(f"by_layer must hold one array per depth for each kind, {len(depths)} depths")
     columns = max(len(layers) for k in kinds for layers in by_layer[k])
+    # the colour scale reaches the largest cosine measured (at least 0.7, so that small
+    # cosines stay dark), never saturating
+    vmax = max(0.7, float(np.nanmax([np.max(layers) for k in kinds for layers in by_layer[k]])))
     fig, axes = new_figure(nrows=len(kinds), width=7.0, height=1.6 + 0.45 * len(depths) * len(kinds),
                            sharex=True)
     axes = np.atleast_1d(axes)
@@ -157,7 +169,7 @@ def agreement_heat_map(depths, by_layer: dict, *, title: str):
             grid = np.full((len(depths), columns), np.nan)
             for row, layers in enumerate(by_layer[kind]):
                 grid[row, :len(layers)] = layers
-            image = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=-0.1, vmax=0.7, interpolation="nearest")
+            image = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=-0.1, vmax=vmax, interpolation="nearest")
             ax.set_yticks(range(len(depths)), [str(d) for d in depths])
             ax.set_ylabel("hidden layers")
             ax.set_title(f"{kind} nets", loc="left")
