@@ -10,15 +10,17 @@ from torch import nn
 
 from helpers.grading import chapter5, check_deepnorm, sandbox
 from helpers.models import apply_deepnorm_, deepnorm_constants
+from helpers.models.deepnorm import deepnorm_init_, scale_deepnorm_
 
 
 def _deepnorm(model, *, alpha=lambda n: (2 * n) ** 0.25, beta=lambda n: (8 * n) ** -0.25,
               blocks=("W_v", "out_proj", "linear1", "linear2"), out_factor=lambda n: 1.0, set_alpha=True,
-              extra=(), returns="model"):
+              biases=True, extra=(), returns="model"):
     """A learner's DeepNorm, right or with one mistake: the constants as functions of N, the
-    weight ``blocks`` scaled by beta (``"in_proj"``: all of W_q, W_k, W_v), out_proj and
+    ``blocks`` scaled by beta (``"in_proj"``: all of W_q, W_k, W_v), each weight with its bias
+    unless ``biases`` is False (the course's first, weights-only version), out_proj and
     linear2 further multiplied by ``out_factor(N)``, ``extra`` parameters scaled by beta too
-    (``"biases"``, ``"norms"``, ``"embed"``)."""
+    (``"qk_biases"``, ``"norms"``, ``"embed"``)."""
     n = len(model.layers)
     a, b = alpha(n), beta(n)
     with torch.no_grad():
@@ -31,13 +33,17 @@ def _deepnorm(model, *, alpha=lambda n: (2 * n) ** 0.25, beta=lambda n: (8 * n) 
             for block in blocks:
                 if block in rows:
                     layer.self_attn.in_proj_weight[rows[block]] *= b
+                    if biases:
+                        layer.self_attn.in_proj_bias[rows[block]] *= b
             for block, linear in (("out_proj", layer.self_attn.out_proj), ("linear1", layer.linear1),
                                   ("linear2", layer.linear2)):
                 if block in blocks:
-                    linear.weight *= b * (out_factor(n) if block != "linear1" else 1.0)
-            if "biases" in extra:
-                for linear in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
-                    linear.bias *= b
+                    factor = b * (out_factor(n) if block != "linear1" else 1.0)
+                    linear.weight *= factor
+                    if biases:
+                        linear.bias *= factor
+            if "qk_biases" in extra:
+                layer.self_attn.in_proj_bias[:2 * d] *= b
             if "norms" in extra:
                 layer.norm1.weight *= b
         if "embed" in extra:
@@ -55,6 +61,50 @@ def test_the_right_answer_passes_returning_the_model_or_nothing():
             layer.alpha = torch.tensor(layer.alpha)
 
     assert check_deepnorm(tensor_alpha).passed
+
+
+def test_the_official_codes_bias_scaling_is_the_answer():
+    """DeepNet's official code divides every parameter of fc1, fc2, out_proj and v_proj by
+    1/beta, biases included: that passes, and a loop over each update layer's parameters does too."""
+    def official(model):
+        n = len(model.layers)
+        beta = (8 * n) ** -0.25
+        with torch.no_grad():
+            for layer in model.layers:
+                layer.alpha = (2 * n) ** 0.25
+                d = layer.linear2.out_features
+                layer.self_attn.in_proj_weight[2 * d:] *= beta
+                layer.self_attn.in_proj_bias[2 * d:] *= beta
+                for module in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
+                    for p in module.parameters():
+                        p.mul_(beta)
+
+    assert check_deepnorm(official).passed
+    # the reference itself: every update layer's bias is beta times what it was
+    net = chapter5._model(np.random.default_rng(0), 3, 8, 2)
+    before = copy.deepcopy(net)
+    scale_deepnorm_(net)
+    beta = deepnorm_constants(3)[1]
+    for old, new in zip(before.layers, net.layers):
+        assert torch.allclose(new.linear1.bias, beta * old.linear1.bias)
+        assert torch.allclose(new.self_attn.in_proj_bias[16:], beta * old.self_attn.in_proj_bias[16:])
+        assert torch.equal(new.self_attn.in_proj_bias[:16], old.self_attn.in_proj_bias[:16])
+        assert torch.equal(new.norm1.weight, old.norm1.weight)
+
+
+def test_weights_only_is_named_for_what_it_leaves():
+    feedback = check_deepnorm(partial(_deepnorm, biases=False))
+    assert not feedback.passed and "biases of W_v, out_proj, linear1 and linear2 were left" in str(feedback)
+    assert "official code" in str(feedback), str(feedback)
+
+    def some_biases(model):
+        _deepnorm(model, biases=False)
+        with torch.no_grad():
+            for layer in model.layers:
+                layer.linear1.bias *= (8 * len(model.layers)) ** -0.25
+
+    says = str(check_deepnorm(some_biases))
+    assert "not scaled like their weights (in_proj_bias[2d:], self_attn.out_proj.bias, linear2.bias)" in says, says
 
 
 def _alpha(n):
@@ -80,7 +130,8 @@ def _alpha(n):
     (dict(blocks=("linear1", "linear2")), "only the FFN was scaled"),
     (dict(blocks=("W_v", "out_proj")), "only the attention was scaled"),
     (dict(blocks=("W_v", "linear1", "linear2")), "not scaled by beta: self_attn.out_proj.weight"),
-    (dict(extra=("biases",)), "biases were scaled too"),
+    (dict(extra=("qk_biases",)), "queries' or keys' biases (in_proj_bias[0:2d]) were changed"),
+    (dict(biases=False), "biases of W_v, out_proj, linear1 and linear2 were left as they were"),
     (dict(extra=("norms",)), "LayerNorms' parameters were changed"),
     (dict(extra=("embed",)), "parameters outside the layers were changed (embed.weight)"),
 ])
@@ -94,8 +145,8 @@ def test_the_sublayer_count_is_one_message_and_other_mistakes_combine():
     feedback = str(check_deepnorm(partial(_deepnorm, alpha=lambda n: (4 * n) ** 0.25,
                                           beta=lambda n: (16 * n) ** -0.25)))
     assert feedback.count("number of sublayers") == 1, feedback
-    both = str(check_deepnorm(partial(_deepnorm, alpha=lambda n: n ** 0.25, extra=("biases",))))
-    assert "the factor 2 is missing" in both and "Biases were scaled too" in both, both
+    both = str(check_deepnorm(partial(_deepnorm, alpha=lambda n: n ** 0.25, biases=False)))
+    assert "the factor 2 is missing" in both and "The biases of W_v" in both, both
 
 
 def test_constants_that_depend_on_the_layer_or_redrawn_weights_are_explained():
@@ -139,7 +190,9 @@ def test_starters_and_untouched_models_are_not_implemented_yet():
 
 
 def test_the_references_are_off_limits():
-    assert "course's own reference function" in str(check_deepnorm(apply_deepnorm_))
+    assert "course's own reference function" in str(check_deepnorm(scale_deepnorm_))
+    assert "scale_deepnorm_ is off limits" in str(check_deepnorm(lambda model: scale_deepnorm_(model)))
+    assert "deepnorm_init_ is off limits" in str(check_deepnorm(lambda model: deepnorm_init_(model)))
     assert "apply_deepnorm_ is off limits" in str(check_deepnorm(lambda model: apply_deepnorm_(model)))
 
     def uses_constants(model):
@@ -221,3 +274,15 @@ def test_the_checker_leaves_the_random_state_and_its_models_alone(monkeypatch):
     feedback = check_deepnorm(partial(_deepnorm, alpha=lambda n: table.get(n, (1.0, 1.0))[0],
                                       beta=lambda n: table.get(n, (1.0, 1.0))[1]))
     assert not feedback.passed and "✓ six layers" in str(feedback) and "✗ hidden" in str(feedback)
+
+
+def test_the_chain_exercise_refuses_hes_gain_and_bad_input():
+    from helpers.grading.chapter5 import chain_gain_problem
+
+    assert chain_gain_problem(2.5) is None and chain_gain_problem(1.5) is None
+    for trivial in (2, 2.0, 1.8, 2.2):
+        assert "He's gain" in chain_gain_problem(trivial), trivial
+    assert "no gain yet" in chain_gain_problem(None)
+    assert "between 0.5 and 6" in chain_gain_problem(7)
+    assert "my_gain" in chain_gain_problem("2.5")
+    assert chain_gain_problem(float("nan")) is not None

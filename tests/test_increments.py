@@ -68,3 +68,53 @@ def test_the_experiment_measures_every_rule_and_depth_on_its_own_nets():
     other = incremental_explosion((2,), ("plain",), seed=2, n_inits=2, width=16, batch=8)
     assert other[0].grad_sq != runs[0].grad_sq
     assert np.all(runs[3].per_block < runs[1].per_block.mean() * 10)
+
+
+def test_adams_first_step_moves_every_parameter_by_about_lr_as_torch_does():
+    """L = 0.5 ||w||²: Adam's first step is -lr g / (|g| + 1e-8) = -lr sign(w), and to first
+    order ΔL = -lr ||g||_1; torch.optim.Adam's first step lands on the same weights."""
+    layer = nn.Linear(3, 1, bias=False)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[1.0, -2.0, 2.0]]))
+    twin = nn.Linear(3, 1, bias=False)
+    twin.load_state_dict(layer.state_dict())
+    step = one_step_change(layer, lambda m: 0.5 * (m.weight ** 2).sum(), [[layer.weight]], lr=0.1,
+                           optimizer="adam")
+    assert step.optimizer == "adam" and step.grad_l1 == pytest.approx(5.0) and step.grad_sq == pytest.approx(9.0)
+    assert step.first_order == pytest.approx(-0.5)
+    assert torch.allclose(layer.weight, torch.tensor([[0.9, -1.9, 1.9]]))
+    adam = torch.optim.Adam(twin.parameters(), lr=0.1)
+    (0.5 * (twin.weight ** 2).sum()).backward()
+    adam.step()
+    assert torch.allclose(layer.weight, twin.weight)
+    with pytest.raises(ValueError, match="optimizer"):
+        one_step_change(layer, lambda m: m.weight.sum(), [[layer.weight]], lr=0.1, optimizer="lion")
+    with pytest.raises(ValueError, match="optimizer"):
+        incremental_explosion((2,), ("plain",), optimizer="rmsprop")
+
+
+def test_step_theories_know_their_answers():
+    from helpers.experiments.increments import adam_step_theory, sgd_step_theory
+
+    # ε = 1/√N: N ε² (1 + ε²)^(N - 1) = (1 + 1/N)^(N - 1); 1.33 times larger at 32 blocks than at 4
+    assert sgd_step_theory("1/sqrt(N)", 4) == pytest.approx(1.25 ** 3)
+    assert sgd_step_theory("1/sqrt(N)", 32) / sgd_step_theory("1/sqrt(N)", 4) == pytest.approx(1.3291, abs=1e-3)
+    # ε = 1: N 2^(N - 1), 16,384 times larger at 16 blocks than at 4
+    assert sgd_step_theory("1", 16) / sgd_step_theory("1", 4) == pytest.approx(16384)
+    assert sgd_step_theory("plain", 8) == 8.0 and adam_step_theory("plain", 8) == 8.0
+    # Adam: N ε (1 + ε²)^((N - 1)/2): √N for ε = 1/√N (times the stream's factor), about 1 for ε = 1/N
+    assert adam_step_theory("1/sqrt(N)", 4) == pytest.approx(2 * 1.25 ** 1.5)
+    assert adam_step_theory("1/N", 8) == pytest.approx((1 + 1 / 64) ** 3.5)
+    with pytest.raises(ValueError, match="rule"):
+        sgd_step_theory("1/N^2", 4)
+
+
+def test_the_adam_column_uses_the_same_nets_and_reports_l1_first_order():
+    sgd = incremental_explosion((2,), ("1/N",), seed=1, n_inits=2, width=16, batch=8)
+    adam = incremental_explosion((2,), ("1/N",), seed=1, n_inits=2, width=16, batch=8, lr=1e-7, optimizer="adam")
+    assert adam[0].optimizer == "adam" and sgd[0].optimizer == "sgd"
+    assert adam[0].grad_sq == pytest.approx(sgd[0].grad_sq), "the same nets, the same gradient"
+    l1 = np.mean([s.grad_l1 for s in adam[0].steps])
+    assert adam[0].first_order == pytest.approx(1e-7 * l1, rel=1e-4)
+    assert adam[0].change == pytest.approx(adam[0].first_order, rel=0.2)  # float32 losses of a tiny net
+    assert adam[0].theory == pytest.approx((1 + 1 / 4) ** 0.5) and sgd[0].stream_growth > 0

@@ -102,7 +102,7 @@ def test_glued_numbers_and_solutions_are_rendered(site):
 
 def test_the_ledger_lists_every_claim_and_links_to_its_cell(site):
 
-    from course_ledger import read_ledger, summary
+    from course_ledger import VERDICTS, read_inventory, read_ledger, summary, verdict_label
 
     from tools.toc import toc_notebooks
 
@@ -110,6 +110,12 @@ def test_the_ledger_lists_every_claim_and_links_to_its_cell(site):
     counts = summary(entries)
     text = _html(site, "book/appendix/ledger.html")
     assert f"{counts['claims']} claims</strong>: {counts['holds']} hold as stated" in text
+    for verdict in VERDICTS:  # the summary table's counts jump to the claims with each verdict
+        assert f'id="{verdict_label(verdict)}"' in text, f"no anchor for the verdict {verdict!r}"
+    for claim in read_inventory().claims:  # every source claim has its anchor, and its rows theirs
+        assert f'id="{claim.label}"' in text, f"source claim {claim.id} has no anchor on the ledger page"
+    for e in entries:
+        assert f'id="{e.row_label}"' in text, f"ledger row {e.id} has no anchor on the ledger page"
     for e in entries:
         assert f"{e.id} " in text, f"ledger row {e.id} is missing"
         page = str(e.notebook.relative_to(ROOT).with_suffix(".html"))
@@ -187,9 +193,9 @@ CHAPTER_3 = ["book/ch3/01_a_correction.html", "book/ch3/02_switched_off.html", "
              "book/ch3/04_branch_scale.html", "book/ch3/05_why_norm_follows_add.html"]
 CHAPTER_4 = ["book/ch4/01_inside_the_layer.html", "book/ch4/02_the_plus_one_path.html",
              "book/ch4/03_deep_stacks.html", "book/ch4/04_twenty_four_layers.html",
-             "book/ch4/05_ignore_a_layer.html"]
+             "book/ch4/05_ignore_a_layer.html", "book/ch4/06_warm_up_under_adam.html"]
 CHAPTER_5 = ["book/ch5/01_incremental_explosion.html", "book/ch5/02_stable_propagation.html",
-             "book/ch5/03_small_enough.html", "book/ch5/04_deepnorm.html"]
+             "book/ch5/03_small_enough.html", "book/ch5/04_deepnorm.html", "book/ch5/05_adam.html"]
 
 
 @pytest.mark.browser

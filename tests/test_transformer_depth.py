@@ -79,3 +79,63 @@ def test_the_chapter_figures_draw_and_refuse_bad_options():
     plt.close(grid_curves(runs, title="t"))
     plt.close(lesion_maps({"a": np.full((2, 3), 0.5)}, intact={"a": 1.0}, title="t"))
     plt.close(bars(np.full(8, 0.5), np.ones(8), title="t"))
+
+
+def test_gradients_at_init_record_w2_the_token_spread_and_the_stream():
+    from helpers.measure.rank_collapse import token_spread
+
+    results = gradients_at_init((3,), seed=0, n_inits=1, batch=8)
+    at = {(r.norm, r.residual): r for r in results}
+    for r in results:
+        assert r.w2.shape == (3,) and np.all(r.w2 > 0)
+        assert r.spread.shape == (4,) and r.stream > 0  # the embeddings and 3 layers
+    # known answer: the spread of the embeddings is that of the batch's embedding
+    net = make_net(3, "post", True, 0)
+    tokens = torch.randint(0, 8, (8, 8), generator=torch.Generator().manual_seed(0))
+    assert 0 < token_spread(net.embedding(tokens)) < 1
+    # a Post-LN stack's stream is a LayerNorm's output: root mean square about 1
+    assert at["Post-LN", True].stream == pytest.approx(1.0, abs=1e-3)
+    # without skips the tokens lose their spread faster than with them
+    for norm in ("Post-LN", "Pre-LN"):
+        assert at[norm, False].spread[-1] < at[norm, True].spread[-1]
+
+
+def test_zeroed_extra_layers_start_as_the_shallow_stack_and_train():
+    from helpers.experiments.transformer_depth import TWIN, extra_layer_twin, nets_for_lesions, zero_sublayers_
+
+    x, _ = evaluation_set(16)
+    for norm in ("post", "pre"):
+        base = make_net(2, norm, True, 1)
+        twin = extra_layer_twin(base, 3, seed=1)
+        assert len(twin.layers) == 5
+        with torch.no_grad():  # Pre-LN: exactly the identity; Post-LN: LN(x) of a normalised x
+            gap = float((twin(x) - base(x)).abs().max())
+        assert gap == 0.0 if norm == "pre" else gap < 1e-4
+        assert all(float(twin.layers[i].linear2.weight.detach().abs().sum()) == 0 for i in (2, 3, 4))
+    with pytest.raises(ValueError, match="layers"):
+        zero_sublayers_(make_net(2, "post", True, 0), [2])
+    with pytest.raises(TypeError, match="base"):
+        extra_layer_twin("net", 2)
+    with pytest.raises(ValueError, match="extra"):
+        extra_layer_twin(make_net(2, "post", True, 0), 0)
+    nets = nets_for_lesions(seed=0, steps=2, with_twin=True)
+    assert TWIN in nets and len(nets[TWIN].layers) == 6
+    with pytest.raises(TypeError, match="with_twin"):
+        nets_for_lesions(seed=0, steps=1, with_twin="yes")
+
+
+def test_the_depth_figures_draw_and_refuse_data_without_their_fields():
+    from helpers.experiments.transformer_depth import InitGradients
+    from helpers.plots.transformer_depth import token_spread_by_layer, w2_gradients, w2_profile
+
+    results = gradients_at_init((2, 4), seed=0, n_inits=1, batch=8)
+    assert w2_gradients(results, profile_depth=4, title="A finding").axes
+    assert token_spread_by_layer([r for r in results if r.depth == 4], title="A finding").axes
+    assert w2_profile(results[:1], title="A finding").axes
+    bare = [InitGradients("Post-LN", True, 2, 1.0, np.ones(2))]
+    with pytest.raises(ValueError, match="W2"):
+        w2_gradients(bare, profile_depth=2, title="A finding")
+    with pytest.raises(ValueError, match="spread"):
+        token_spread_by_layer(bare, title="A finding")
+    with pytest.raises(ValueError, match="24 layers"):
+        w2_gradients(results, profile_depth=24, title="A finding")

@@ -1,7 +1,41 @@
-"""The claims ledger: one row per claim the book measures, generated from the notebooks.
+"""The claims ledger: every claim of the five source articles, and every claim the book measures.
 
-A claim lives in the notebook cell that asserts it. The cell's metadata carries its ledger
-entry (a dict, or a list of dicts for a cell that asserts several claims)::
+The ledger page has two parts, both generated at build time.
+
+**The inventory of the sources' claims** lives in one reviewable file beside the book,
+``book/appendix/source_claims.yml`` (:data:`INVENTORY`). For each chapter it names the
+source article (a file name; the articles themselves are not part of the repository) and
+lists every substantive claim the article makes::
+
+    chapters:
+      1:
+        source: 000_b29342c877bb429f.txt
+        claims:
+          - id: S1.01                    # S<chapter>.<two digits>
+            source: '把神经网络层数从 20 层增加到 56 层，训练误差反而变高了。'   # the article's words
+            claim: "A 56-layer plain net ends with a higher training error than a 20-layer one."
+            status: measured             # measured | checked | told only | not covered
+            ledger: ["1.1a", "1.1d"]     # the ledger rows that test it (quoted: YAML reads 1.6 as a number)
+            related: ["1.1g"]            # optional: rows that bear on it without testing it as stated
+            verdict: ...                 # optional, see below
+            caveat: ...                  # required with a verdict other than "holds"
+            why: ...                     # told only / not covered: why it is not measured
+            page: ch1/01_degradation     # told only: the page (under book/) that tells it
+            note: ...                    # optional remark shown with the entry
+
+The statuses: **measured** -- at least one row in ``ledger`` is a measured claim (kind
+"claim"), and the entry's verdict is the weakest verdict among those claim rows (an entry may
+state a weaker ``verdict`` with a ``caveat`` when its rows test it only in part, never a
+stronger one); **checked** -- its rows are all checks of maths or data, which cannot fail on a
+new seed, so the entry states its own ``verdict`` (a check can confirm a statement or refute it
+by a counterexample); **told only** -- the book states or discusses it without an assert
+(``why`` says why it is not measured, e.g. it needs ImageNet, and ``page`` where it is told);
+**not covered** -- the book leaves it out (``why`` says why). :func:`read_inventory` reads and
+validates the file; :func:`unknown_ledger_ids`, :func:`rows_without_an_entry` and
+:func:`status_problems` compare it with the notebooks (the tests call them).
+
+**The ledger rows** live in the notebook cells that assert them. The cell's metadata
+carries its ledger entry (a dict, or a list of dicts for a cell that asserts several claims)::
 
     "ledger": {
       "id": "1.1",                      # the claim's number in the chapter
@@ -9,17 +43,33 @@ entry (a dict, or a list of dicts for a cell that asserts several claims)::
       "claim": "One plain sentence.",
       "verdict": "holds",               # claims: holds | holds with a caveat | does not hold as stated
       "caveat": "...",                  # required unless the verdict is "holds"
+      "why": "...",                     # checks: why the asserts cannot fail on a new seed
       "quote": "源文的原话",             # optional: the source's own words (Chinese)
       "number": {"key": "plain_gap", "format": ".1f", "unit": " points", "what": "..."},
       "asserts": [0, 1]                 # optional: which of the cell's asserts check this claim
     }
 
+A **check** is an assert that cannot fail on a new seed: it holds by definition, by
+construction or by arithmetic on typed-in data. It catches a bug in the code, not a finding,
+and its ``why`` says in one line why no seed can make it fail (the ledger page shows it;
+``tests/test_ledger_inventory.py`` requires it). A ``quote`` is the source article's own
+words: :func:`quote_in` accepts it when it occurs in the article after both are normalised
+(Unicode NFKC, so full-width and half-width punctuation agree; whitespace, Markdown emphasis
+``**``, backticks and ``$`` removed), and ``...`` (or ``…``) joins fragments that occur in
+that order, to leave out a formula or a clause (an editor's ``[sic]`` after a slip of the
+source is allowed). A row with a ``quote`` tests a source claim, so it must be in some
+inventory entry's ``ledger`` list.
+
 ``number.key`` names a value the same notebook glues; the ledger pastes it from that run.
 How the claim is checked is not typed in: it is the cell's own ``assert`` lines. This
 module reads the entries (:func:`read_ledger`, also used by the tests), gives each claim
-cell an anchor (``claim-1-1``) and a label, and writes the ledger
-on the page that carries the line ``% claims-ledger`` (a MyST comment, so
-nothing shows if the extension is missing; the tests would notice the empty ledger).
+cell an anchor (``claim-1-1``) and a label, and writes the ledger on the page that carries
+the line ``% claims-ledger`` (a MyST comment, so nothing shows if the extension is missing;
+the tests would notice the empty ledger): a summary table (per chapter: the sources' claims
+by status, the tested ones by verdict, the ledger's claims and checks), the source claims
+grouped by verdict (anchors ``verdict-holds``, ``verdict-holds-with-a-caveat``,
+``verdict-does-not-hold-as-stated``), the inventory chapter by chapter (anchors
+``source-claims-ch1`` and ``source-1-01``) and the ledger rows (anchors ``ledger-1-1a``).
 """
 
 from __future__ import annotations
@@ -28,12 +78,15 @@ import ast
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 KINDS = ("claim", "check")
-VERDICTS = ("holds", "holds with a caveat", "does not hold as stated")
+VERDICTS = ("holds", "holds with a caveat", "does not hold as stated")  # strongest first
+STATUSES = ("measured", "checked", "told only", "not covered")
 SEEDS = "0-9"  # seed 0 in every build and test run, seeds 1-9 in the sweep (make sweep, CI)
+INVENTORY = Path(__file__).resolve().parent.parent / "appendix" / "source_claims.yml"
 
 
 @dataclass
@@ -50,15 +103,31 @@ class Entry:
     verdict: str = ""
     caveat: str = ""
     quote: str = ""
+    why: str = ""
 
     @property
     def label(self) -> str:
         return label_of(self.id)
 
+    @property
+    def row_label(self) -> str:
+        """The anchor of the row on the ledger page (the cell's own anchor is :attr:`label`)."""
+        return "ledger-" + label_of(self.id)[len("claim-"):]
+
+    @property
+    def chapter(self) -> int:
+        """The chapter of the notebook (``book/ch3/...`` -> 3), else the id's first number."""
+        match = re.fullmatch(r"ch(\d+)", self.notebook.parent.name)
+        return int(match.group(1) if match else re.match(r"\d+", self.id).group())
+
 
 def label_of(claim_id) -> str:
     """The anchor and label of a claim cell: ``"1.1a"`` -> ``"claim-1-1a"``."""
-    return "claim-" + re.sub(r"[^0-9a-z]+", "-", str(claim_id).lower()).strip("-")
+    return "claim-" + _slug(claim_id)
+
+
+def _slug(text) -> str:
+    return re.sub(r"[^0-9a-z]+", "-", str(text).lower()).strip("-")
 
 
 def _asserts(source: str) -> list[str]:
@@ -103,6 +172,8 @@ def read_ledger(notebooks) -> list[Entry]:
                              f"verdict must be one of {VERDICTS}, got {meta.get('verdict')!r}")
                     _require(meta["verdict"] == "holds" or bool(meta.get("caveat")), where,
                              f"{meta['id']}: a verdict other than 'holds' needs a caveat")
+                for key in ("why", "quote"):
+                    _require(isinstance(meta.get(key, ""), str), where, f"{meta['id']}: {key} must be a string")
                 number = meta.get("number", {})
                 _require(meta["kind"] == "check" or bool(number), where, f"{meta['id']}: a claim needs a number")
                 _require(isinstance(number, dict) and (not number or {"key", "what"} <= set(number)), where,
@@ -122,7 +193,7 @@ def read_ledger(notebooks) -> list[Entry]:
                 entries.append(Entry(
                     id=str(meta["id"]), kind=meta["kind"], claim=meta["claim"], notebook=path, cell=index,
                     asserts=asserts, number=number, verdict=meta.get("verdict", ""),
-                    caveat=meta.get("caveat", ""), quote=meta.get("quote", "")))
+                    caveat=meta.get("caveat", ""), quote=meta.get("quote", ""), why=meta.get("why", "")))
     seen: dict[str, Entry] = {}
     for entry in entries:
         if entry.id in seen:
@@ -139,12 +210,350 @@ def summary(entries: list[Entry]) -> dict[str, int]:
     return {"claims": len(claims), **counts, "checks": len(entries) - len(claims)}
 
 
+# --- The source's words ---------------------------------------------------------------------
+
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|$])")  # Markdown's backslash escapes
+_MARKUP = re.compile(r"\*\*|`|\$")
+_FRAGMENTS = re.compile(r"\s*(?:\.\.\.|…)\s*")
+_SIC = re.compile(r"\s*\[sic\]", re.IGNORECASE)  # an editor's mark after a slip of the source
+
+
+def normalise_quote(text: str) -> str:
+    """``text`` as :func:`quote_in` compares it: Unicode NFKC (full-width punctuation becomes
+    half-width), Markdown escapes undone, ``**``, backticks and ``$`` removed, no whitespace."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    text = _ESCAPED.sub(r"\1", unicodedata.normalize("NFKC", text))
+    return re.sub(r"\s+", "", _MARKUP.sub("", text))
+
+
+def quote_in(quote: str, article: str) -> bool:
+    """Whether ``quote`` is the article's own words: each fragment of the quote (fragments are
+    separated by ``...`` or ``…``, which mark a cut) occurs in ``article``, in order, once both
+    are normalised by :func:`normalise_quote`; an editor's ``[sic]`` is not part of the words."""
+    if not isinstance(quote, str) or not isinstance(article, str):
+        raise TypeError("quote and article must be strings")
+    fragments = [normalise_quote(f) for f in _FRAGMENTS.split(_SIC.sub("", quote))]
+    fragments = [f for f in fragments if f]
+    if not fragments:
+        raise ValueError("quote is empty")
+    text, at = normalise_quote(article), 0
+    for fragment in fragments:
+        found = text.find(fragment, at)
+        if found < 0:
+            return False
+        at = found + len(fragment)
+    return True
+
+
+# --- The inventory of the sources' claims ---------------------------------------------------
+
+@dataclass
+class SourceClaim:
+    """One claim of a source article, with what the book does about it."""
+
+    id: str
+    chapter: int
+    source: str
+    claim: str
+    status: str
+    ledger: list[str] = field(default_factory=list)
+    related: list[str] = field(default_factory=list)
+    verdict: str = ""
+    caveat: str = ""
+    why: str = ""
+    page: str = ""
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        """``"S1.01"`` -> ``"source-1-01"``."""
+        return "source-" + _slug(self.id.lstrip("Ss"))
+
+
+@dataclass
+class Inventory:
+    """The inventory file: the source article of each chapter, and the articles' claims."""
+
+    sources: dict[int, str]
+    claims: list[SourceClaim]
+    root: Path = field(default_factory=lambda: INVENTORY.parent.parent)  # the book's folder (``page`` is under it)
+
+
+_FIELDS = {"id", "source", "claim", "status", "ledger", "related", "verdict", "caveat", "why", "page", "note"}
+
+
+def _inventory_error(where: str, message: str) -> ValueError:
+    return ValueError(f"{where}: {message}")
+
+
+def parse_inventory(data, where: str = "inventory", root: Path | None = None) -> Inventory:
+    """Validate the inventory's data (as loaded from YAML) and return it; raises ValueError
+    naming the entry and the field at the first problem."""
+    if not isinstance(data, dict) or not isinstance(data.get("chapters"), dict):
+        raise _inventory_error(where, "must be a mapping with 'chapters': {number: {source, claims}}")
+    sources: dict[int, str] = {}
+    claims: list[SourceClaim] = []
+    for chapter, body in data["chapters"].items():
+        if not isinstance(chapter, int) or not isinstance(body, dict):
+            raise _inventory_error(where, f"chapter {chapter!r} must be a number with a mapping {{source, claims}}")
+        if not isinstance(body.get("source"), str) or not body["source"]:
+            raise _inventory_error(where, f"chapter {chapter} names no source article ('source')")
+        if not isinstance(body.get("claims"), list) or not body["claims"]:
+            raise _inventory_error(where, f"chapter {chapter} lists no claims")
+        sources[chapter] = body["source"]
+        for raw in body["claims"]:
+            claims.append(_parse_claim(raw, chapter, where))
+    seen: set[str] = set()
+    for claim in claims:
+        if claim.id in seen:
+            raise _inventory_error(where, f"{claim.id} is used twice")
+        seen.add(claim.id)
+    return Inventory(sources, claims, **({"root": Path(root)} if root is not None else {}))
+
+
+def _parse_claim(raw, chapter: int, where: str) -> SourceClaim:
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+        raise _inventory_error(where, f"chapter {chapter}: every claim needs an 'id' (a string), got {raw!r:.80}")
+    cid = raw["id"]
+    at = f"{where}: {cid}"
+    if not re.fullmatch(rf"S{chapter}\.\d\d", cid):
+        raise _inventory_error(at, f"the id must read S{chapter}.<two digits> (chapter {chapter})")
+    unknown = set(raw) - _FIELDS
+    if unknown:
+        raise _inventory_error(at, f"unknown field(s) {sorted(unknown)}; the fields are {sorted(_FIELDS)}")
+    for key in ("source", "claim"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise _inventory_error(at, f"needs {key!r} (a non-empty string)")
+    status = raw.get("status")
+    if status is None:
+        raise _inventory_error(at, f"has no status (one of {STATUSES})")
+    if status not in STATUSES:
+        raise _inventory_error(at, f"status must be one of {STATUSES}, got {status!r}")
+    lists = {}
+    for key in ("ledger", "related"):
+        ids = raw.get(key, [])
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise _inventory_error(at, f"{key} must be a list of ledger ids as quoted strings "
+                                       "(YAML reads 1.6 as a number)")
+        lists[key] = ids
+    texts = {}
+    for key in ("verdict", "caveat", "why", "page", "note"):
+        value = raw.get(key, "")
+        if not isinstance(value, str):
+            raise _inventory_error(at, f"{key} must be a string")
+        texts[key] = value.strip()
+    tested = status in ("measured", "checked")
+    if tested and not lists["ledger"]:
+        raise _inventory_error(at, f"is {status!r} but names no ledger row ('ledger': [ids])")
+    if not tested and lists["ledger"]:
+        raise _inventory_error(at, f"is {status!r} but names ledger rows that test it; "
+                                   "list them under 'related', or make it 'measured'")
+    if not tested and not texts["why"]:
+        raise _inventory_error(at, f"is {status!r} and needs a 'why' (why the book does not measure it)")
+    if status == "told only" and not texts["page"]:
+        raise _inventory_error(at, "is 'told only' and needs the 'page' that tells it (e.g. ch1/01_degradation)")
+    if status != "told only" and texts["page"]:
+        raise _inventory_error(at, "only a 'told only' claim names a 'page'")
+    if status == "checked" and not texts["verdict"]:
+        raise _inventory_error(at, "is 'checked' (its rows are checks, which carry no verdict) and needs a 'verdict'")
+    if texts["verdict"]:
+        if not tested:
+            raise _inventory_error(at, f"is {status!r}: only a measured or checked claim has a verdict")
+        if texts["verdict"] not in VERDICTS:
+            raise _inventory_error(at, f"verdict must be one of {VERDICTS}, got {texts['verdict']!r}")
+        if texts["verdict"] != "holds" and not texts["caveat"]:
+            raise _inventory_error(at, "a verdict other than 'holds' needs a caveat")
+    elif texts["caveat"]:
+        raise _inventory_error(at, "a caveat goes with a verdict the entry states itself")
+    return SourceClaim(id=cid, chapter=chapter, source=raw["source"].strip(), claim=raw["claim"].strip(),
+                       status=status, **lists, **texts)
+
+
+def read_inventory(path=INVENTORY) -> Inventory:
+    """The inventory file (YAML), validated by :func:`parse_inventory`."""
+    import yaml
+
+    path = Path(path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return parse_inventory(data, where=path.name, root=path.resolve().parent.parent)
+
+
+def derived_verdict(claim: SourceClaim, by_id: dict[str, Entry]) -> str:
+    """The verdict on a source claim: the one the entry states, else the weakest verdict of the
+    measured claims among its ledger rows ("" when it has none)."""
+    if claim.verdict:
+        return claim.verdict
+    verdicts = [by_id[i].verdict for i in claim.ledger if i in by_id and by_id[i].kind == "claim"]
+    return max(verdicts, key=VERDICTS.index) if verdicts else ""
+
+
+def unknown_ledger_ids(inventory: Inventory, entries: list[Entry]) -> list[str]:
+    """One line per ledger id that an inventory entry names and no notebook has."""
+    known = {e.id for e in entries}
+    return [f"{c.id} (chapter {c.chapter}) names ledger id {i!r} under {key!r}, which no notebook has"
+            for c in inventory.claims for key in ("ledger", "related") for i in getattr(c, key) if i not in known]
+
+
+def rows_without_an_entry(inventory: Inventory, entries: list[Entry]) -> list[str]:
+    """One line per ledger row that quotes the source but tests no inventory entry (is in no
+    entry's ``ledger`` list)."""
+    tested = {i for c in inventory.claims for i in c.ledger}
+    return [f"ledger row {e.id} ({e.kind}, {e.notebook.parent.name}/{e.notebook.name}) quotes the source "
+            f"({e.quote[:30]}...) but is in no inventory entry's 'ledger' list"
+            for e in entries if e.quote and e.id not in tested]
+
+
+def status_problems(inventory: Inventory, entries: list[Entry]) -> list[str]:
+    """One line per entry whose status does not fit its ledger rows: "measured" needs a
+    measured claim among them, "checked" only checks; a stated verdict may be weaker than the
+    rows' verdict, never stronger."""
+    by_id = {e.id: e for e in entries}
+    problems = []
+    for c in inventory.claims:
+        rows = [by_id[i] for i in c.ledger if i in by_id]
+        if not rows:
+            continue
+        claims = [r.id for r in rows if r.kind == "claim"]
+        if c.status == "measured" and not claims:
+            problems.append(f"{c.id} is 'measured' but its ledger rows {c.ledger} are all checks: "
+                            "make it 'checked' with a verdict")
+        if c.status == "checked" and claims:
+            problems.append(f"{c.id} is 'checked' but {claims} measure it: make it 'measured'")
+        if c.status == "measured" and c.verdict and claims:
+            rows_verdict = max((by_id[i].verdict for i in claims), key=VERDICTS.index)
+            if VERDICTS.index(c.verdict) < VERDICTS.index(rows_verdict):
+                problems.append(f"{c.id} states {c.verdict!r}, stronger than its rows' {rows_verdict!r} "
+                                f"({claims})")
+    return problems
+
+
+# --- The page -------------------------------------------------------------------------------
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def ledger_markdown(entries: list[Entry], page: Path) -> str:
-    """The ledger as MyST: a summary line, then measured claims and checks, chapter by chapter."""
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|{}])")
+
+
+def _md_text(text: str) -> str:
+    """Plain text as MyST inline text: Markdown's special characters escaped, on one line."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+_PLURAL = {"holds": "hold", "holds with a caveat": "hold with a caveat",
+           "does not hold as stated": "do not hold as stated"}
+
+
+def verdict_label(verdict: str) -> str:
+    """``"holds with a caveat"`` -> ``"verdict-holds-with-a-caveat"``."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+    return "verdict-" + _slug(verdict)
+
+
+def chapter_label(chapter: int) -> str:
+    return f"source-claims-ch{int(chapter)}"
+
+
+def _ref(text: str, label: str) -> str:
+    return f"{{ref}}`{text} <{label}>`"
+
+
+def _rows(ids: list[str], by_id: dict[str, Entry]) -> str:
+    return ", ".join(_ref(i, by_id[i].row_label) for i in ids)
+
+
+def _check_known(inventory: Inventory, entries: list[Entry]) -> dict[str, Entry]:
+    by_id = {e.id: e for e in entries}
+    unknown = unknown_ledger_ids(inventory, entries)
+    if unknown:
+        raise ValueError("the inventory (book/appendix/source_claims.yml) names ledger rows that no notebook "
+                         "has:\n" + "\n".join(unknown))
+    return by_id
+
+
+def inventory_table(inventory: Inventory, entries: list[Entry]) -> str:
+    """The summary table: per chapter, the sources' claims by status, the tested ones (measured
+    or checked) by verdict, and the ledger's rows by kind; each chapter and each verdict count
+    links to its list."""
+    by_id = _check_known(inventory, entries)
+    chapters = sorted(set(inventory.sources) | {e.chapter for e in entries})
+    head = ["Chapter", "Source claims", *STATUSES, *VERDICTS, "ledger claims", "ledger checks"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
+    totals = [0] * (len(head) - 1)
+    for chapter in [*chapters, None]:
+        if chapter is None:
+            cells, name = totals, "**All**"
+        else:
+            mine = [c for c in inventory.claims if c.chapter == chapter]
+            rows = [e for e in entries if e.chapter == chapter]
+            verdicts = [derived_verdict(c, by_id) for c in mine if c.status in ("measured", "checked")]
+            cells = [len(mine), *(sum(c.status == s for c in mine) for s in STATUSES),
+                     *(verdicts.count(v) for v in VERDICTS),
+                     sum(e.kind == "claim" for e in rows), sum(e.kind == "check" for e in rows)]
+            totals = [t + c for t, c in zip(totals, cells)]
+            name = _ref(f"Chapter {chapter}", chapter_label(chapter)) if mine else f"Chapter {chapter}"
+        shown = [str(n) for n in cells]
+        for k, verdict in enumerate(VERDICTS, start=1 + len(STATUSES)):
+            if cells[k]:
+                shown[k] = _ref(str(cells[k]), verdict_label(verdict))
+        lines.append("| " + " | ".join([name, *shown]) + " |")
+    return "\n".join(lines)
+
+
+def inventory_markdown(inventory: Inventory, entries: list[Entry], page: Path) -> str:
+    """The inventory as MyST: the source claims by verdict, then chapter by chapter."""
+    by_id = _check_known(inventory, entries)
+    back = Path(os.path.relpath(inventory.root, Path(page).parent)).as_posix()
+    lines = ["## Source claims by verdict", "",
+             "The source claims the book tests, measured or checked, by verdict; under each, "
+             "the ledger's measured claims with that verdict (the book's own claims among them).", ""]
+    for verdict in VERDICTS:
+        mine = [c for c in inventory.claims
+                if c.status in ("measured", "checked") and derived_verdict(c, by_id) == verdict]
+        rows = [e.id for e in entries if e.kind == "claim" and e.verdict == verdict]
+        lines += [f"({verdict_label(verdict)})=", f"### {verdict.capitalize()} ({len(mine)})", ""]
+        lines += [f"- {_ref(c.id, c.label)} ({c.status}): {_md_text(c.claim)}" for c in mine] or ["None."]
+        lines += ["", f"Ledger claims that {_PLURAL[verdict]}: " + (_rows(rows, by_id) if rows else "none") + ".",
+                  ""]
+    lines += ["## The source articles' claims, chapter by chapter", ""]
+    for chapter in sorted(inventory.sources):
+        mine = [c for c in inventory.claims if c.chapter == chapter]
+        if not mine:
+            continue
+        lines += [f"({chapter_label(chapter)})=", f"### Chapter {chapter}", "",
+                  f"The article credited on {{doc}}`chapter {chapter}'s first page <{back}/ch{chapter}/index>`, "
+                  "claim by claim.", ""]
+        for c in mine:
+            lines += _claim_lines(c, by_id, back)
+    return "\n".join(lines)
+
+
+def _claim_lines(c: SourceClaim, by_id: dict[str, Entry], back: str) -> list[str]:
+    verdict = derived_verdict(c, by_id)
+    head = f"**{c.id}** · {c.status}" + (f" · *{verdict}*" if verdict else "")
+    lines = [f"({c.label})=", f"{head}: {_md_text(c.claim)} 「{_md_text(c.source)}」", ""]
+    details = []
+    if c.ledger:
+        details.append(("Tested by " if c.status == "measured" else "Checked by ") + _rows(c.ledger, by_id) + ".")
+    if c.verdict and c.caveat:
+        details.append(f"*{c.verdict.capitalize()}*: {_md_text(c.caveat)}")
+    if c.status == "told only":
+        details.append(f"Told in {{doc}}`{back}/{c.page}`, not measured: {_md_text(c.why)}")
+    elif c.status == "not covered":
+        details.append(f"Not covered: {_md_text(c.why)}")
+    if c.related:
+        details.append("See also " + _rows(c.related, by_id) + ".")
+    if c.note:
+        details.append(_md_text(c.note))
+    return lines + ([" ".join(details), ""] if details else [])
+
+
+def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | None = None) -> str:
+    """The ledger as MyST: a summary; with an inventory, its table, the source claims by verdict
+    and chapter by chapter; then the measured claims and the checks, chapter by chapter."""
     counts = summary(entries)
     lines = [
         f"The book measures **{counts['claims']} claims**: {counts['holds']} hold as stated, "
@@ -153,6 +562,30 @@ def ledger_markdown(entries: list[Entry], page: Path) -> str:
         "listed apart: they catch a bug in the code but cannot fail on a new seed.",
         "",
     ]
+    backlinks: dict[str, list[SourceClaim]] = {}
+    if inventory is not None:
+        n = len(inventory.claims)
+        by_status = {s: sum(c.status == s for c in inventory.claims) for s in STATUSES}
+        lines += [
+            f"The five source articles make **{n} claims** (the inventory below): the book measures "
+            f"{by_status['measured']}, checks {by_status['checked']} by maths or data, tells "
+            f"{by_status['told only']} without measuring them and leaves {by_status['not covered']} "
+            "out.",
+            "",
+            "## At a glance",
+            "",
+            "Per chapter: the source article's claims by status, the tested ones (measured or checked) "
+            "by verdict, and the ledger's rows by kind. A chapter links to its claims, a count of "
+            "verdicts to the claims with that verdict.",
+            "",
+            inventory_table(inventory, entries),
+            "",
+            inventory_markdown(inventory, entries, page),
+            "",
+        ]
+        for c in inventory.claims:
+            for i in [*c.ledger, *c.related]:
+                backlinks.setdefault(i, []).append(c)
     for kind, heading in (("claim", "Measured claims"), ("check", "Checks of data and maths")):
         rows = [e for e in entries if e.kind == kind]
         if not rows:
@@ -162,6 +595,7 @@ def ledger_markdown(entries: list[Entry], page: Path) -> str:
             rel = Path(os.path.relpath(e.notebook, page.parent)).as_posix()
             verdict = e.verdict if kind == "claim" else "check"
             lines += [
+                f"({e.row_label})=",
                 f"### {e.id} · {verdict}",
                 "",
                 f"**{_md_escape(e.claim)}**" + (f" *{e.verdict.capitalize()}*: {_md_escape(e.caveat)}"
@@ -170,6 +604,10 @@ def ledger_markdown(entries: list[Entry], page: Path) -> str:
             ]
             if e.quote:
                 lines += [f"Source: <span lang=\"zh\">「{_md_escape(e.quote)}」</span>", ""]
+            if kind == "check" and e.why:
+                lines += [f"Why it cannot fail on a new seed: {_md_escape(e.why)}", ""]
+            if e.id in backlinks:
+                lines += ["Source claim: " + ", ".join(_ref(c.id, c.label) for c in backlinks[e.id]) + ".", ""]
             seeds = f"checked for seeds {SEEDS}" if kind == "claim" else "no randomness"
             measured = ""
             if e.number:
@@ -219,12 +657,13 @@ def _insert_ledger(app, docname, source) -> None:
     if MARKER not in source[0]:
         return
     notebooks = _book_notebooks(app)
-    for dependency in [*notebooks, Path(__file__)]:  # rebuild when a notebook or this generator changes
-        app.env.note_dependency(str(dependency))
+    for dependency in [*notebooks, Path(__file__), INVENTORY]:  # rebuild when a notebook, this generator
+        app.env.note_dependency(str(dependency))                # or the inventory changes
     page = Path(app.env.doc2path(docname))
     lines = source[0].splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith(MARKER))
-    lines[at:at + 1] = ledger_markdown(read_ledger(notebooks), page).splitlines()
+    inventory = read_inventory(INVENTORY)
+    lines[at:at + 1] = ledger_markdown(read_ledger(notebooks), page, inventory).splitlines()
     source[0] = "\n".join(lines) + "\n"
 
 

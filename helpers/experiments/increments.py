@@ -10,9 +10,22 @@ sets the branch scale ``eps`` from the depth:
 * ``"1/sqrt(N)"``: ``y = x + f(x) / sqrt(N)``;
 * ``"1/N"``: ``y = x + f(x) / N``.
 
-:func:`incremental_explosion` measures, at initialisation, one SGD step on the blocks'
-parameters (:func:`helpers.measure.increments.one_step_change`, with the probe loss of that
-module) and the size of the stream after every block.
+:func:`incremental_explosion` measures, at initialisation, one step on the blocks' parameters
+(:func:`helpers.measure.increments.one_step_change`, with the probe loss of that module), plain
+SGD or Adam's first step, and the size of the stream after every block.
+
+The first-order size of an SGD step is ``η ||g||²``, a sum over the blocks of
+``ε² (size of the block's input)² (size of the gradient at its output)²``. At initialisation
+the stream's squared size grows by about ``1 + ε²`` per block and so does the gradient's on its
+way back, so block ``l``'s input has passed ``l`` blocks and the gradient at its output the
+``N - 1 - l`` above it: every block carries ``(1 + ε²)^(N - 1)``, and
+
+    η ||g||² ∝ N ε² (1 + ε²)^(N - 1)                         (:func:`sgd_step_theory`)
+
+up to a factor that does not depend on ``N``: ``(1 + 1/N)^(N - 1)`` for ``ε = 1/sqrt(N)``
+(1.33 times larger at 32 blocks than at 4) and ``N 2^(N - 1)`` for ``ε = 1``. Adam's first
+step changes the loss by about ``η ||g||_1``, a sum of ``N K`` gradients of size ``ε``: about
+``N ε`` times a factor of the stream's growth (:func:`adam_step_theory`).
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ import numpy as np
 import torch
 
 from .._checks import choice, non_empty, positive_int, real_number
-from ..measure.increments import StepChange, one_step_change, probe_loss
+from ..measure.increments import OPTIMIZERS, StepChange, one_step_change, probe_loss
 from ..models.mlp import DeepMLP
 from ..parallel import run_all
 from ..seeding import generator, isolated, seeds_of_run
@@ -40,6 +53,20 @@ def branch_scale(rule: str, depth: int) -> float:
     """``eps`` of ``rule`` (see :data:`RULES`) for ``depth`` blocks (1 for ``"plain"``, which has no skip)."""
     rule, depth = choice("rule", rule, RULES), positive_int("depth", depth)
     return {"plain": 1.0, "1": 1.0, "1/sqrt(N)": depth ** -0.5, "1/N": 1.0 / depth}[rule]
+
+
+def sgd_step_theory(rule: str, depth: int) -> float:
+    """``N ε² (1 + ε²)^(N - 1)``, the first-order size of an SGD step up to a factor that does not
+    depend on ``N`` (module docstring); ``N`` for ``"plain"``, whose blocks each add the same."""
+    eps = branch_scale(rule, depth)
+    return float(depth) if rule == "plain" else depth * eps ** 2 * (1 + eps ** 2) ** (depth - 1)
+
+
+def adam_step_theory(rule: str, depth: int) -> float:
+    """``N ε (1 + ε²)^((N - 1) / 2)``, the first-order size of Adam's first step, ``η ||g||_1``,
+    up to a factor that does not depend on ``N`` (module docstring); ``N`` for ``"plain"``."""
+    eps = branch_scale(rule, depth)
+    return float(depth) if rule == "plain" else depth * eps * (1 + eps ** 2) ** ((depth - 1) / 2)
 
 
 def make_net(rule: str, depth: int, width: int, seed: int) -> DeepMLP:
@@ -65,6 +92,7 @@ class IncrementRun:
     lr: float
     steps: tuple[StepChange, ...]
     stream: np.ndarray
+    optimizer: str = "sgd"
 
     @property
     def label(self) -> str:
@@ -79,8 +107,21 @@ class IncrementRun:
 
     @property
     def first_order(self) -> float:
-        """``η ||g||²``, mean over initialisations: the first-order size of the change."""
-        return self.lr * self.grad_sq
+        """The first-order size of the change, mean over initialisations: ``η ||g||²`` for SGD,
+        about ``η ||g||_1`` for Adam's first step."""
+        return float(np.mean([-s.first_order for s in self.steps]))
+
+    @property
+    def theory(self) -> float:
+        """The first-order size the theory gives, up to a factor that does not depend on the
+        depth (:func:`sgd_step_theory`, :func:`adam_step_theory`)."""
+        return (sgd_step_theory if self.optimizer == "sgd" else adam_step_theory)(self.rule, self.depth)
+
+    @property
+    def stream_growth(self) -> float:
+        """How much the squared size of the stream grew through the blocks (mean over
+        initialisations): ``(stream[-1] / stream[0])²``, ``(1 + ε²)^N`` in theory."""
+        return float((self.stream[-1] / self.stream[0]) ** 2)
 
     @property
     def grad_sq(self) -> float:
@@ -99,22 +140,24 @@ class IncrementRun:
 
 
 def _measure(rule: str, depth: int, width: int, x: torch.Tensor, u: torch.Tensor, lr: float,
-             inits: tuple[int, ...]) -> IncrementRun:
+             inits: tuple[int, ...], optimizer: str = "sgd") -> IncrementRun:
     steps, streams = [], []
     for init in inits:
         net = make_net(rule, depth, width, init)
         with torch.no_grad():
             streams.append(_stream_rms(net, x))
         groups = [list(block.parameters()) for block in net.blocks]
-        steps.append(one_step_change(net, lambda m: probe_loss(m(x), u), groups, lr))
-    return IncrementRun(rule, depth, branch_scale(rule, depth), lr, tuple(steps), np.mean(streams, axis=0))
+        steps.append(one_step_change(net, lambda m: probe_loss(m(x), u), groups, lr, optimizer))
+    return IncrementRun(rule, depth, branch_scale(rule, depth), lr, tuple(steps), np.mean(streams, axis=0),
+                        optimizer)
 
 
 def incremental_explosion(depths=(4, 8, 16, 32), rules=("plain", "1", "1/sqrt(N)"), *, seed: int = 0,
                           n_inits: int = 8, width: int = 256, batch: int = 128,
-                          lr: float = 1e-5) -> list[IncrementRun]:
-    """One SGD step of size ``lr`` at initialisation for each rule and depth (module docstring),
-    the (rule, depth) pairs side by side on the available cores.
+                          lr: float = 1e-5, optimizer: str = "sgd") -> list[IncrementRun]:
+    """One step of size ``lr`` at initialisation for each rule and depth (module docstring),
+    the (rule, depth) pairs side by side on the available cores: plain SGD (``optimizer =
+    "sgd"``) or Adam's first step (``"adam"``, about ``-lr sign(g)`` on every parameter).
 
     The inputs ``x`` ``(batch, 32)`` and the probe directions ``u`` ``(batch, 4)`` are standard
     normal, drawn from ``seed``; the ``n_inits`` nets of each (rule, depth) come from
@@ -126,11 +169,12 @@ def incremental_explosion(depths=(4, 8, 16, 32), rules=("plain", "1", "1/sqrt(N)
     rules = [choice("rules[i]", r, RULES) for r in non_empty("rules", rules)]
     n_inits, width = positive_int("n_inits", n_inits), positive_int("width", width)
     lr = real_number("lr", lr, low=0.0, low_inclusive=False)
+    optimizer = choice("optimizer", optimizer, OPTIMIZERS)
     g = generator(seed)
     x = torch.randn(positive_int("batch", batch), IN_FEATURES, generator=g)
     u = torch.randn(batch, OUTPUTS, generator=g)
     inits = seeds_of_run(seed, n_inits)
-    jobs = [dict(rule=rule, depth=depth, width=width, x=x, u=u, lr=lr, inits=inits)
+    jobs = [dict(rule=rule, depth=depth, width=width, x=x, u=u, lr=lr, inits=inits, optimizer=optimizer)
             for depth in sorted(depths, reverse=True) for rule in rules]  # the longest jobs first
     runs = run_all(_measure, jobs, description="depths")
     return sorted(runs, key=lambda r: (rules.index(r.rule), depths.index(r.depth)))

@@ -1,29 +1,34 @@
-"""Checkers for the exercises of chapter 5: DeepNorm's constants and initialisation, by hand.
+"""Checkers for the exercises of chapter 5: DeepNorm's constants and initialisation, by hand
+(:func:`check_deepnorm`), and which gains the prediction of a ReLU chain's second moment accepts
+(:func:`chain_gain_problem`).
 
 The learner writes ``fn(model)``, which turns a Post-LN
 :class:`~helpers.models.transformer.SequenceTransformer` of ``N = len(model.layers)`` layers
-into a DeepNorm one *in place* (Wang et al. 2022): every layer's skip scale ``layer.alpha``
-(the layer computes ``x = LN(alpha x + Sublayer(x))``) becomes ``alpha = (2N)^(1/4)``, and
-the weights that write each sublayer's update, the attention's ``W_v`` (rows ``2d:3d`` of
-``self_attn.in_proj_weight``), ``self_attn.out_proj.weight``, ``linear1.weight`` and
-``linear2.weight``, are multiplied by ``beta = (8N)^(-1/4)``. ``W_q``, ``W_k``, every bias,
-the LayerNorms, the embeddings and the head keep their values. The function may return
-the model or nothing.
+into a DeepNorm one *in place*, as DeepNet's official code does (Wang et al. 2022;
+``torchscale``'s ``Encoder``): every layer's skip scale ``layer.alpha`` (the layer computes
+``x = LN(alpha x + Sublayer(x))``) becomes ``alpha = (2N)^(1/4)``, and every parameter of the
+layers that write each sublayer's update, weights and biases, is multiplied by
+``beta = (8N)^(-1/4)``: the attention's ``W_v`` (rows ``2d:3d`` of
+``self_attn.in_proj_weight`` and of ``self_attn.in_proj_bias``), ``self_attn.out_proj``,
+``linear1`` and ``linear2``. ``W_q``, ``W_k`` and their biases, the LayerNorms, the embeddings
+and the head keep their values. The function may return the model or nothing.
 
 The checker builds seeded Post-LN models (every parameter redrawn, biases and LayerNorms
 included, so that a change to any of them shows), converts one copy with the course's
-:func:`~helpers.models.transformer.apply_deepnorm_` before the learner's function runs,
+:func:`~helpers.models.deepnorm.scale_deepnorm_` before the learner's function runs,
 lets the function convert another copy, and compares every layer's ``alpha`` and every
-parameter. While the function runs, ``apply_deepnorm_`` and
+parameter. While the function runs, the course's DeepNorm functions and
 :func:`~helpers.models.transformer.deepnorm_constants` raise. A wrong model is diagnosed
-rather than just rejected: the checker measures by what number each weight block was
-multiplied and names the usual mistakes: ``N`` counted as the number of sublayers (``2N``),
-other wrong constants (``N^(1/4)``, ``(4N)^(-1/4)``, a flipped sign, a square root,
+rather than just rejected: the checker measures by what number each weight block and each
+bias was multiplied and names the usual mistakes: ``N`` counted as the number of sublayers
+(``2N``), other wrong constants (``N^(1/4)``, ``(4N)^(-1/4)``, a flipped sign, a square root,
 Python's ``x**-1/4``), alpha and beta swapped, alpha left unset, alpha put on the branch
 (``out_proj`` and ``linear2`` divided, or multiplied, by alpha), beta applied to the
-queries and keys too, or to the wrong rows, only the FFN or only attention scaled, biases,
-LayerNorms or embeddings scaled, weights redrawn instead of scaled, and a model left
-untouched ("not implemented yet" for a starter).
+queries and keys too, or to the wrong rows, only the FFN or only attention scaled, the
+update layers' biases left as they were (the paper's pseudo-code is silent about biases; the
+official code scales them, and in this net the FFN's biases are as large as its weights),
+the queries' and keys' biases, LayerNorms or embeddings scaled, weights redrawn instead of
+scaled, and a model left untouched ("not implemented yet" for a starter).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..measure.moments import gain_problem
+from ..models.deepnorm import deepnorm_init_, scale_deepnorm_
 from ..models.transformer import SequenceTransformer, apply_deepnorm_, deepnorm_constants
 from .base import Case, Feedback, is_placeholder, run_cases
 from .chapter1 import _rng
@@ -50,8 +57,15 @@ _BLOCKS = ("W_q", "W_k") + _UPDATE
 _WHERE = {"W_q": "rows 0:d of self_attn.in_proj_weight", "W_k": "rows d:2d of self_attn.in_proj_weight",
           "W_v": "rows 2d:3d of self_attn.in_proj_weight", "out_proj": "self_attn.out_proj.weight",
           "linear1": "linear1.weight", "linear2": "linear2.weight"}
-_WEIGHTS = ("W_v (rows 2d:3d of self_attn.in_proj_weight), self_attn.out_proj.weight, linear1.weight "
-            "and linear2.weight")
+_WEIGHTS = ("W_v (rows 2d:3d of self_attn.in_proj_weight and of in_proj_bias), self_attn.out_proj, linear1 "
+            "and linear2, weights and biases")
+_BIAS_WHERE = {"W_v": "in_proj_bias[2d:]", "out_proj": "self_attn.out_proj.bias", "linear1": "linear1.bias",
+               "linear2": "linear2.bias"}
+_BIASES_LEFT = ("the biases of W_v, out_proj, linear1 and linear2 were left as they were: DeepNet's official "
+                "code divides every parameter of those layers by 1/beta, biases included (for p in "
+                "module.parameters(): p.mul_(beta); W_v's bias is in_proj_bias[2d:]). In this net the FFN's "
+                "biases are as large as its weights' entries, so scaling the weights alone leaves the FFN "
+                "branch several times larger than beta intends.")
 
 
 def _close(x: float, y: float) -> bool:
@@ -89,11 +103,24 @@ def _state(model) -> _State | str:
 
 
 def _blocks(name: str, tensor: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
-    """``name``'s tensor, split into W_q, W_k, W_v for an attention's ``in_proj_weight``."""
-    if name.endswith("self_attn.in_proj_weight"):
-        d = tensor.shape[1]
+    """``name``'s tensor, split into W_q, W_k, W_v for an attention's ``in_proj_weight`` (and
+    into their three biases for its ``in_proj_bias``)."""
+    if name.endswith(("self_attn.in_proj_weight", "self_attn.in_proj_bias")):
+        d = tensor.shape[0] // 3
         return [(f"{name}[{label}]", tensor[i * d:(i + 1) * d]) for i, label in enumerate(("W_q", "W_k", "W_v"))]
     return [(name, tensor)]
+
+
+def _bias_owner(block: str) -> tuple[int, str] | None:
+    """``(layer index, weight block)`` whose bias ``block`` is, or ``None`` for any other tensor."""
+    parts = block.split(".")
+    if parts[0] != "layers" or len(parts) < 3:
+        return None
+    rest = ".".join(parts[2:])
+    if rest.startswith("self_attn.in_proj_bias["):
+        return int(parts[1]), rest[len("self_attn.in_proj_bias["):-1]
+    named = {"self_attn.out_proj.bias": "out_proj", "linear1.bias": "linear1", "linear2.bias": "linear2"}
+    return (int(parts[1]), named[rest]) if rest in named else None
 
 
 def _factor(got: torch.Tensor, before: torch.Tensor) -> float | None:
@@ -197,7 +224,7 @@ def _layer_table(factors: dict[str, float], n_layers: int) -> dict[str, list[flo
 def _diagnose(got: _State, before: _State, n: int, alpha: float, beta: float) -> list[str]:
     """The mistakes a converted model shows, each named (module docstring); ``[]`` if none is
     recognised. ``alpha`` and ``beta`` are DeepNorm's constants for ``n`` layers."""
-    factors, other = {}, {"bias": [], "norm": [], "outside": []}
+    factors, other, bias_factors = {}, {"bias": [], "norm": [], "outside": []}, {}
     for name, tensor in before.params.items():
         for block, old in _blocks(name, tensor):
             new = dict(_blocks(name, got.params[name]))[block]
@@ -206,14 +233,19 @@ def _diagnose(got: _State, before: _State, n: int, alpha: float, beta: float) ->
                 return [f"{block} was changed, but not by multiplying it by one number (redrawn, or changed entry "
                         "by entry): here DeepNorm keeps the model's initial weights and multiplies them by beta, "
                         "weight.mul_(beta). (The paper draws them with xavier_normal_(w, gain=beta) instead.)"]
+            owner = _bias_owner(block)
+            if owner is not None:
+                bias_factors.setdefault(owner[1], []).append(s)
+                continue
             factors[block] = s
             kind = _label(block)[1]
             if kind in other and not _close(s, 1.0):
                 other[kind].append(block)
     others = []
-    if other["bias"]:
-        others.append(f"biases were scaled too ({other['bias'][0]}, ...): DeepNorm scales weight matrices only; "
-                      "leave every bias as it is.")
+    qk_biases = [b for b in ("W_q", "W_k") if not all(_close(v, 1.0) for v in bias_factors.get(b, [1.0]))]
+    if qk_biases:
+        others.append("the queries' or keys' biases (in_proj_bias[0:2d]) were changed: leave W_q, W_k and their "
+                      "biases as they are; only W_v's part, in_proj_bias[2d:], gets beta.")
     if other["norm"]:
         others.append(f"the LayerNorms' parameters were changed ({other['norm'][0]}, ...): leave norm1 and norm2 "
                       "alone; only the four weight matrices that write the updates get beta.")
@@ -235,6 +267,15 @@ def _diagnose(got: _State, before: _State, n: int, alpha: float, beta: float) ->
                     ] + others
     f = {block: values[0] for block, values in table.items()}
     a_got = alphas[0]
+    raw = dict(f)  # each weight block's factor, before the diagnoses below reinterpret it
+    bias_off = [b for b in _UPDATE if not all(_close(v, raw[b]) for v in bias_factors.get(b, [raw[b]]))]
+    if bias_off and all(all(_close(v, 1.0) for v in bias_factors.get(b, [1.0])) for b in _UPDATE) and any(
+            not _close(raw[b], 1.0) for b in _UPDATE):
+        others.insert(0, _BIASES_LEFT)
+    elif bias_off:
+        others.insert(0, "the biases were not scaled like their weights (" + ", ".join(_BIAS_WHERE[b] for b in bias_off)
+                      + "): every parameter of W_v, out_proj, linear1 and linear2, weight and bias, is multiplied "
+                      "by the same beta.")
 
     if _close(a_got, beta) and all(_close(f[b], alpha) for b in _UPDATE):
         return [_SWAPPED] + others
@@ -434,7 +475,7 @@ def _case(description: str, rng: np.random.Generator, hint: str, *, n_layers: in
           n_heads: int, fn: Callable) -> Case:
     model = _model(rng, n_layers, d_model, n_heads)
     before = _state(model)
-    expected = _state(apply_deepnorm_(copy.deepcopy(model)))
+    expected = _state(scale_deepnorm_(copy.deepcopy(model)))
     constants = deepnorm_constants(n_layers)
     return Case(description, (model,), expected, hint, compare=_compare(before, n_layers, constants, fn))
 
@@ -447,19 +488,20 @@ def check_deepnorm(fn) -> Feedback:
 
         layer.alpha = (2N) ** 0.25                                  # the skip: LN(alpha x + F(x))
         beta = (8N) ** -0.25, multiplying in place (torch.no_grad()):
-            layer.self_attn.in_proj_weight[2d:]   (W_v; W_q and W_k untouched)
-            layer.self_attn.out_proj.weight, layer.linear1.weight, layer.linear2.weight
+            layer.self_attn.in_proj_weight[2d:], layer.self_attn.in_proj_bias[2d:]   (W_v)
+            every parameter of layer.self_attn.out_proj, layer.linear1, layer.linear2
 
-    and nothing else (biases, LayerNorms, embeddings, head unchanged), as
-    :func:`~helpers.models.transformer.apply_deepnorm_` does. ``fn`` may return the model or
-    ``None``. Cases: one layer, three layers, six layers (``d_model`` 8 to 12, 1 to 3 heads),
+    and nothing else (W_q, W_k and their biases, LayerNorms, embeddings, head unchanged), as
+    DeepNet's official code and :func:`~helpers.models.deepnorm.scale_deepnorm_` do. ``fn``
+    may return the model or ``None``. Cases: one layer, three layers, six layers (``d_model`` 8 to 12, 1 to 3 heads),
     then two hidden cases of random depth (2 to 12 layers) and width. Alphas pass within a
     relative 1e-6, parameters within ``rtol = 1e-5``, ``atol = 1e-8``; a wrong model is
     diagnosed and the usual mistakes (module docstring) are named.
     """
     rng = np.random.default_rng(5)
     general = ("N = len(model.layers) counts layers; alpha = (2N)^(1/4) on every layer's skip, beta = "
-               "(8N)^(-1/4) on the four weight matrices that write each sublayer's update.")
+               "(8N)^(-1/4) on every parameter (weights and biases) of the four layers that write each "
+               "sublayer's update.")
     cases = [
         _case("one layer (N = 1), d_model = 8, 2 heads", rng, general, n_layers=1, d_model=8, n_heads=2, fn=fn),
         _case("three layers (N = 3), d_model = 8, 2 heads", rng,
@@ -477,6 +519,27 @@ def check_deepnorm(fn) -> Feedback:
     return run_cases("DeepNorm's constants and initialisation", runner, cases, off_limits=REFERENCES)
 
 
-REFERENCES = (apply_deepnorm_, getattr(apply_deepnorm_, "__wrapped__", apply_deepnorm_), deepnorm_constants)
-"""The answer keys for chapter 5 (the course's DeepNorm conversion, also undecorated, and its
+REFERENCES = tuple(dict.fromkeys(
+    f for ref in (scale_deepnorm_, deepnorm_init_, apply_deepnorm_) for f in (ref, getattr(ref, "__wrapped__", ref))
+)) + (deepnorm_constants,)
+"""The answer keys for chapter 5 (the course's DeepNorm conversions, also undecorated, and their
 constants), off limits while a learner's function is checked."""
+
+
+HE_GAIN_MARGIN = 0.25
+"""How far from He's gain of 2 the chain exercise's gain must be: at 2 every layer keeps the
+second moment and the answer, 1, needs no reasoning."""
+
+
+def chain_gain_problem(gain) -> str | None:
+    """What is wrong with ``gain`` for the chain exercise, in words, or ``None``: a real number
+    in :data:`helpers.measure.moments.GAIN_RANGE` at least :data:`HE_GAIN_MARGIN` away from 2."""
+    problem = gain_problem(gain)
+    if problem:
+        return problem
+    if abs(float(gain) - 2.0) < HE_GAIN_MARGIN:
+        return (f"my_gain = {float(gain):g} is He's gain or within {HE_GAIN_MARGIN} of it: there every layer "
+                "keeps the second moment and the answer is about 1 without any reasoning. Choose a gain at "
+                f"least {HE_GAIN_MARGIN} away from 2 (1.5 or 2.5, say), so that your prediction tests the "
+                "per-layer factor.")
+    return None

@@ -5,6 +5,16 @@ Taylor expansion gives
 
     ΔL = L(θ - η g) - L(θ) ≈ <g, -η g> = -η ||g||².
 
+Adam's first step is another matter. Its moment estimates, bias-corrected, are ``g`` and ``g²``
+after one step, so it moves every parameter by ``-η g / (|g| + ε_Adam)``, about ``-η sign(g)``
+whatever the size of the gradient, and to first order
+
+    ΔL ≈ -η Σ g² / (|g| + ε_Adam) ≈ -η ||g||_1.
+
+If each of ``N`` layers of ``K`` parameters has gradients of size ``ε`` (the branch scale),
+``||g||² ~ N K ε²`` but ``||g||_1 ~ N K ε``: under SGD ``ε = 1/sqrt(N)`` holds the step still,
+under Adam it takes ``ε ~ 1/N``.
+
 :func:`one_step_change` measures both sides: the loss change that the step actually makes and
 the first-order prediction ``-η ||g||²``, for the parameters one chooses (e.g. only a net's
 residual blocks). If each of ``N`` layers of ``K`` parameters contributes an ``O(1)`` gradient,
@@ -26,18 +36,26 @@ from torch import nn
 
 from .._checks import non_empty, real_number
 
+OPTIMIZERS = ("sgd", "adam")
+ADAM_EPS = 1e-8
+"""Adam's ``ε`` (PyTorch's default), in the denominator of its first step."""
+
 
 @dataclass(frozen=True)
 class StepChange:
-    """One SGD step: ``loss`` before it, the measured ``change`` ``L(θ - η g) - L(θ)``, the
-    ``first_order`` prediction ``-η ||g||²``, and ``grad_sq`` ``= ||g||²`` with one entry per
-    parameter group (``per_group``, e.g. one per block) as well as the total."""
+    """One step: ``loss`` before it, the measured ``change`` ``L(θ + Δθ) - L(θ)``, the
+    ``first_order`` prediction ``<g, Δθ>`` (SGD: ``-η ||g||²``; Adam's first step: about
+    ``-η ||g||_1``), and ``grad_sq`` ``= ||g||²`` with one entry per parameter group
+    (``per_group``, e.g. one per block) as well as the total; ``grad_l1 = ||g||_1`` and the
+    ``optimizer`` that took the step."""
 
     loss: float
     change: float
     first_order: float
     grad_sq: float
     per_group: np.ndarray
+    grad_l1: float = float("nan")
+    optimizer: str = "sgd"
 
 
 def probe_loss(outputs: torch.Tensor, directions: torch.Tensor) -> torch.Tensor:
@@ -48,13 +66,17 @@ def probe_loss(outputs: torch.Tensor, directions: torch.Tensor) -> torch.Tensor:
     return (outputs * directions).sum(dim=1).mean()
 
 
-def one_step_change(model: nn.Module, loss_fn, groups, lr: float) -> StepChange:
-    """Take one SGD step of size ``lr`` on the parameters in ``groups`` (a list of lists of
+def one_step_change(model: nn.Module, loss_fn, groups, lr: float, optimizer: str = "sgd") -> StepChange:
+    """Take one step of size ``lr`` on the parameters in ``groups`` (a list of lists of
     parameters; the rest stay fixed) and measure the loss before and after it.
 
-    ``loss_fn(model)`` returns the scalar loss. The model is changed in place (the step is
-    taken); measure a copy if the original is still needed.
+    ``optimizer`` ``"sgd"`` steps by ``-lr g``; ``"adam"`` takes Adam's first step from fresh
+    moments, ``-lr g / (|g| + 1e-8)``, what ``torch.optim.Adam`` does on its first call (module
+    docstring). ``loss_fn(model)`` returns the scalar loss. The model is changed in place (the
+    step is taken); measure a copy if the original is still needed.
     """
+    if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(loss_fn):
@@ -69,9 +91,13 @@ def one_step_change(model: nn.Module, loss_fn, groups, lr: float) -> StepChange:
     sizes = [len(g) for g in groups]
     squares = torch.stack([(g.double() ** 2).sum() for g in grads])
     per_group = np.array([float(s.sum()) for s in squares.split(sizes)])
+    steps = [g if optimizer == "sgd" else g / (g.abs() + ADAM_EPS) for g in grads]
+    first_order = -lr * sum(float((g.double() * s.double()).sum()) for g, s in zip(grads, steps))
     with torch.no_grad():
-        for p, g in zip(params, grads):
-            p.sub_(lr * g)
+        for p, s in zip(params, steps):
+            p.sub_(lr * s)
         after = float(loss_fn(model))
     total = float(per_group.sum())
-    return StepChange(float(loss.detach()), after - float(loss.detach()), -lr * total, total, per_group)
+    l1 = sum(float(g.double().abs().sum()) for g in grads)
+    return StepChange(float(loss.detach()), after - float(loss.detach()), first_order, total, per_group, l1,
+                      optimizer)
