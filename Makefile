@@ -26,7 +26,7 @@ PYTEST := $(BIN)/python -m pytest -ra
 # e.g. PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu": PyTorch's CPU build on Linux
 PIP_ARGS ?=
 
-.PHONY: site site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student grade lab serve clean
+.PHONY: site site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student grade lab lab-source serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -89,7 +89,11 @@ grade: $(STAMP)       ## grade SUBMISSIONS=folder (one folder per student) for C
 	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N"; exit 2; }
 	$(BIN)/python -m tools.classroom grade "$(SUBMISSIONS)" --chapter $(CHAPTER)
 
-lab: $(STAMP)
+lab: $(STAMP)         ## the learner's copy in JupyterLab: _build/lab, plain markdown, numbers from the last run (make site fills them)
+	$(BIN)/python -m tools.lab_copy _build/lab
+	env -u COURSE_STATIC_BUILD $(BIN)/jupyter lab _build/lab/preface.ipynb
+
+lab-source: $(STAMP)  ## the book's own notebooks (MyST source) in JupyterLab, to edit the book
 	env -u COURSE_STATIC_BUILD $(BIN)/jupyter lab book
 
 audit: $(STAMP)       ## each page at 1280 px and 390 px: overflow, scroll cues, figure text, page weight

@@ -14,14 +14,19 @@ student edition therefore rewrites each markdown cell:
   shows it); ``{term}`` its text; ``{numref}`` "the figure";
 * ``{ref}`` to an exercise's label becomes "Exercise N" (the exercise must come first in reading
   order, as it does when the text looks back at it); ``{ref}`text <label>``` becomes its text;
-* ``{doc}`` becomes a markdown link to the notebook beside it (titled as the site titles it)
-  where that notebook is in ``titles``, and its text otherwise (the student edition holds no
-  other pages).
+* ``{doc}`` becomes a markdown link to the notebook it names (titled as the site titles it)
+  where that notebook's path, relative to this one's folder, is in ``titles``, and its text
+  otherwise (the student edition holds no other pages).
+
+A ``{glue:text}`` whose notebook has no value under its name raises, unless ``missing`` is
+given: then its text stands in (the learner's copy, ``tools/lab_copy.py``, made before the
+book ran a page).
 """
 
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -72,13 +77,15 @@ def _quote(head: str, body: str) -> str:
 
 def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bib: Path,
                    number: Callable[[], int], titles: dict[str, str] | None = None,
-                   labels: dict[str, str] | None = None) -> str:
+                   labels: dict[str, str] | None = None,
+                   missing: Callable[[str, str], str] | None = None) -> str:
     """``text`` (one markdown cell of notebook ``here``, a file name) without Sphinx directives
     and roles; ``glued`` maps each notebook's file name to {glue name: text/plain value};
-    ``number()`` gives the next exercise's number; ``titles`` maps the file names of the
-    notebooks in ``here``'s folder to their titles (for ``{doc}`` links); ``labels`` (shared
-    between calls, filled here) maps each exercise label met so far to "Exercise N" (for
-    ``{ref}``)."""
+    ``number()`` gives the next exercise's number; ``titles`` maps the paths of notebooks,
+    relative to ``here``'s folder (``02_b.ipynb``, ``../ch2/01_a.ipynb``), to their titles (for
+    ``{doc}`` links); ``labels`` (shared between calls, filled here) maps each exercise label
+    met so far to "Exercise N" (for ``{ref}``); ``missing(notebook, name)``, if given, is the
+    text of a glued value that ``glued`` lacks."""
     titles = titles or {}
     labels = {} if labels is None else labels
 
@@ -95,6 +102,8 @@ def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bi
             notebook, _, rest = body.rpartition("::")
             name, _, spec = rest.partition(":")
             values = glued.get(Path(notebook).name if notebook else here, {})
+            if name not in values and missing is not None:
+                return missing(Path(notebook).name if notebook else here, name)
             if name not in values:
                 raise ValueError(f"{{glue:text}}`{body}` in {here}: nothing was glued under {name!r}")
             return glued_text(values[name], spec)
@@ -116,7 +125,7 @@ def plain_markdown(text: str, *, glued: dict[str, dict[str, str]], here: str, bi
         if kind == "doc":
             explicit = EXPLICIT_TARGET.fullmatch(body)
             target = explicit["target"] if explicit else body
-            name = Path(target).name + ".ipynb"
+            name = posixpath.normpath(target) + ".ipynb"
             if name not in titles:
                 return explicit["text"] if explicit else Path(target).name.replace("_", " ")
             return f"[{explicit['text'] if explicit else titles[name]}]({name})"

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -53,8 +54,18 @@ python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
 
 (On Windows: `py -m venv .venv`, then `.venv\\Scripts\\pip install -r requirements.txt` and
 `.venv\\Scripts\\jupyter lab`.) The first command installs the course's `helpers` package from
-`wheels/` and the exact versions the book was tested with, PyTorch for the CPU among them
-(a few hundred MB). The second opens JupyterLab in your browser.
+`wheels/` and the exact versions the book was tested with, PyTorch among them. The second
+opens JupyterLab in your browser.
+
+**On Linux, get PyTorch's CPU build** (a few hundred MB): from the Python Package Index, pip
+installs the Linux build with CUDA, several GB, which the course does not use. Ask PyTorch's
+own index for the CPU build instead, in the first command:
+
+```bash
+python3 -m venv .venv && .venv/bin/pip install -r requirements.txt --extra-index-url https://download.pytorch.org/whl/cpu
+```
+
+(On Windows and macOS the default build is already the CPU one.)
 
 Open a chapter's folder (`ch1/`, ...) and its notebooks in order, and run each from the top
 (Run > Run All Cells; each takes under a minute). Each section ends with exercises: write
@@ -102,21 +113,47 @@ def build_wheel(out_dir: Path, root: Path = ROOT) -> Path:
         return Path(shutil.copy(wheel, out_dir / wheel.name))
 
 
-def _glued(root: Path) -> dict[str, dict[str, str]]:
-    """{notebook file name: {glue name: value}} from the executed notebooks in the cache."""
-    cache, glued = read_cache(root / CACHE.relative_to(ROOT)), {}
+def glued_numbers(root: Path = ROOT, *, strict: bool = True) -> dict[str, dict[str, str]]:
+    """{notebook file name: {glue name: value}} from the executed notebooks in the cache.
+
+    A notebook without a cached run of its current code raises (``strict``), or is left out."""
+    cache_path = root / CACHE.relative_to(ROOT)
+    if not strict and not cache_path.is_dir():
+        return {}
+    cache, glued = read_cache(cache_path), {}
     for path in toc_notebooks(root):
         try:
             glued[path.name] = glued_values(executed_notebook(path, cache))
         except KeyError as err:
-            raise RuntimeError(f"{path.relative_to(root)} has not been executed for its current code: run "
-                               "`python -m tools.execute` (or `make site`) first") from err
+            if strict:
+                raise RuntimeError(f"{path.relative_to(root)} has not been executed for its current code: run "
+                                   "`python -m tools.execute` (or `make site`) first") from err
     return glued
+
+
+def contents(links: dict[str, str]) -> str:
+    """A numbered list of markdown links, {target: title} (for ``{tableofcontents}``)."""
+    return "\n".join(f"1. [{title}]({target})" for target, title in links.items())
 
 
 def _contents(notebooks: list[Path]) -> str:
     """A list of links to ``notebooks`` under their first headings (for ``{tableofcontents}``)."""
-    return "\n".join(f"1. [{page_title(path)}]({path.name})" for path in notebooks)
+    return contents({path.name: page_title(path) for path in notebooks})
+
+
+def book_markdown(glued: dict[str, dict[str, str]], root: Path = ROOT,
+                  missing: Callable[[str, str], str] | None = None) -> Callable[[str, str, dict[str, str]], str]:
+    """``plain(text, here, titles)``: :func:`~tools.plain_markdown.plain_markdown` with the
+    book's bibliography, one exercise count through the book and the exercise labels met so
+    far; call it on every page's markdown in reading order."""
+    bib, count, labels = root / "book" / "references.bib", iter(range(1, 10**6)), {}
+
+    def plain(text: str, here: str, titles: dict[str, str]) -> str:
+        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count), titles=titles,
+                              labels=labels, missing=missing)
+
+    plain.labels = labels
+    return plain
 
 
 def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
@@ -127,13 +164,7 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    glued, bib, count = _glued(root), root / "book" / "references.bib", iter(range(1, 10**6))
-    labels: dict[str, str] = {}
-
-    def plain(text: str, here: str, titles: dict[str, str]) -> str:
-        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count), titles=titles,
-                              labels=labels)
-
+    plain = book_markdown(glued_numbers(root), root)
     for chapter in dict.fromkeys(p.parent.name for p in toc_notebooks(root)):  # in reading order
         # nbgrader's release, from a course folder of its own: the instructor's class
         # (tools/classroom.py's OUT) may hold submissions, and then nbgrader will not
