@@ -105,7 +105,7 @@ def _stacks(designs: list[str]) -> list[list[str]]:
 
 def train_designs(depth: int = 24, designs=tuple(DESIGNS), *, seed: int = 0, steps: int = STEPS) -> list[DesignRun]:
     """Train one net of each design at ``depth`` layers for ``steps`` steps, each from its own
-    seed (:func:`_seeds`); the designs that share a norm position train
+    seed (``_seeds``); the designs that share a norm position train
     as one stack, the stacks side by side on the available cores. Returns them in the order
     of ``designs``."""
     designs = [choice("designs[i]", d, DESIGNS) for d in non_empty("designs", designs)]

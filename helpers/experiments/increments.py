@@ -107,7 +107,7 @@ class IncrementRun:
 
     @property
     def first_order(self) -> float:
-        """The first-order size of the change, mean over initialisations: ``η ||g||²`` for SGD,
+        """The first-order size of the change, mean over initialisations; ``η ||g||²`` for SGD,
         about ``η ||g||_1`` for Adam's first step."""
         return float(np.mean([-s.first_order for s in self.steps]))
 

@@ -49,10 +49,10 @@ from .transformer_depth import SIZE, TASK, evaluation_set
 ARCHITECTURES = {"post": "Post-LN", "deepnorm": "DeepNorm"}
 """The architectures of :func:`model_updates`, and their labels."""
 RATES = {"sgd": 1e-3, "adam": 1e-5}
-"""The learning rate of each optimiser's step: small enough that the change is first-order
+"""The learning rate of each optimiser's step, small enough that the change is first-order
 (halving it halves ``ΔF`` to within a few per cent), so ``||ΔF|| / lr`` does not depend on it."""
 NET_SEEDS = 600_000
-"""Added to the seeds of :func:`model_updates`' nets: none is a net of another section."""
+"""Added to the seeds of :func:`model_updates`' nets, so that none is a net of another section."""
 
 
 def sublayer_parameters(net: SequenceTransformer) -> list[torch.Tensor]:

@@ -527,7 +527,7 @@ constants), off limits while a learner's function is checked."""
 
 
 HE_GAIN_MARGIN = 0.25
-"""How far from He's gain of 2 the chain exercise's gain must be: at 2 every layer keeps the
+"""How far from He's gain of 2 the chain exercise's gain must be; at 2 every layer keeps the
 second moment and the answer, 1, needs no reasoning."""
 
 

@@ -7,7 +7,7 @@ Taylor expansion gives
 
 Adam's first step is another matter. Its moment estimates, bias-corrected, are ``g`` and ``g²``
 after one step, so it moves every parameter by ``-η g / (|g| + ε_Adam)``, about ``-η sign(g)``
-whatever the size of the gradient, and to first order
+whatever the size of the gradient, and to first order::
 
     ΔL ≈ -η Σ g² / (|g| + ε_Adam) ≈ -η ||g||_1.
 

@@ -30,7 +30,7 @@ from torch import nn
 from .transformer import SequenceTransformer, deepnorm_constants
 
 UPDATE_LAYERS = ("W_v", "out_proj", "linear1", "linear2")
-"""The layers through which a sublayer writes into the stream: DeepNorm's ``beta`` goes here."""
+"""The layers through which a sublayer writes into the stream; DeepNorm's ``beta`` goes here."""
 
 
 def _check(model) -> SequenceTransformer:
