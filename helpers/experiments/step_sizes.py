@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.stats import gmean
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .._checks import choice, non_empty, positive_int
@@ -86,12 +87,12 @@ class ModelUpdate:
     @property
     def change(self) -> float:
         """The geometric mean of ``changes`` over the nets."""
-        return float(np.exp(np.mean(np.log(self.changes))))
+        return float(gmean(self.changes))
 
     @property
     def gradient(self) -> float:
         """The geometric mean of ``grad_rms`` over the nets."""
-        return float(np.exp(np.mean(np.log(self.grad_rms))))
+        return float(gmean(self.grad_rms))
 
 
 def model_updates(depths=(6, 12, 24, 48, 96), architectures=tuple(ARCHITECTURES), optimizers=OPTIMIZERS, *,
@@ -156,7 +157,7 @@ class Sharpness:
     @property
     def typical(self) -> float:
         """The geometric mean over the nets."""
-        return float(np.exp(np.mean(np.log(self.values))))
+        return float(gmean(self.values))
 
 
 def sharpness_at_init(depth: int = 24, architectures=tuple(ARCHITECTURES), *, seed: int = 0, n_nets: int = 1,
