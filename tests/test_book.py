@@ -52,7 +52,7 @@ def test_notebook_has_the_parts_of_a_chapter(path):
     assert "glue(" in code and "{glue:text}" in prose, "measured numbers in prose must be glued"
     assert "helpers.widgets.explore(" in code, "each chapter has an exploration"
     assert "{exercise}" in prose and "{solution-start}" in prose and "{solution-end}" in prose
-    assert "helpers.grading.check_" in code, "each exercise has a checker"
+    assert re.search(r"helpers\.grading\.(\w+\.)?check_", code), "each exercise has a checker"
 
 
 def test_strip_solutions_removes_gated_cells_only():
@@ -115,17 +115,17 @@ def test_every_module_of_helpers_is_on_the_api_page():
 
 
 def _calls_a_checker(node) -> bool:
-    """Whether ``node`` is a call of ``helpers.grading.check_...``."""
+    """Whether ``node`` is a call of ``helpers.grading.check_...`` or ``helpers.grading.<module>.check_...``."""
     func = node.func if isinstance(node, ast.Call) else None
     return (isinstance(func, ast.Attribute) and func.attr.startswith("check_")
-            and ast.unparse(func.value) == "helpers.grading")
+            and re.fullmatch(r"helpers\.grading(\.\w+)?", ast.unparse(func.value)) is not None)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_checker_cell_ends_with_its_feedback(path):
     """The seed sweep fails a run whose hidden solution does not pass its checker, and it reads the
     verdict from the cell's result (``tools/run_notebooks.py``): so a cell that calls a checker must
-    call it as ``helpers.grading.check_...`` and as its last statement, and no cell may call one
+    call it as ``helpers.grading.check_...`` (or ``helpers.grading.<module>.check_...``) and as its last statement, and no cell may call one
     under another name."""
     for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
         if cell.cell_type != "code":

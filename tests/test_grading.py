@@ -622,3 +622,32 @@ def test_on_the_site_a_checker_shows_what_it_tests_not_how_the_hidden_solution_d
     assert "all checks passed" not in page and 'data-passed="true"' in page
     prediction = check_prediction("Guess", 1.0, 1.02, rtol=0.1)._repr_html_()
     assert "within 10 %" in prediction and "1.02" not in prediction
+
+
+def test_choices_must_be_options_and_are_scored_above_guessing():
+    from helpers.grading.choices import check_choices, guessing_score
+
+    measured = {"a": 1, "b": 0, "c": 1, "d": 1, "e": 0}
+    right = check_choices("fails", dict(measured), measured, options=(0, 1))
+    assert right.passed and right.score == 1.0
+    # An "either" answer is not an option: wrong, not half right, and never passes.
+    hedged = check_choices("fails", {name: 0.5 for name in measured}, measured, options=(0, 1))
+    assert not hedged.passed and hedged.score == 0.0
+    assert "0.5 is not one of the options" in str(hedged)
+    # Three of five yes/no answers is what guessing gets: 0.2 above chance, not 0.6.
+    three = check_choices("fails", {"a": 1, "b": 0, "c": 1, "d": 0, "e": 1}, measured, options=(0, 1),
+                          explain="Think of the +1 path.")
+    assert not three.passed and three.score == pytest.approx(0.2)
+    assert "3 of 5 right" in str(three) and "Guessing gets 2.5" in str(three) and "+1 path" in str(three)
+    all_ones = check_choices("fails", {name: 1 for name in measured}, measured, options=(0, 1))
+    assert all_ones.score == pytest.approx(0.2)
+    assert "no prediction yet" in str(check_choices("fails", {name: None for name in measured}, measured,
+                                                    options=(0, 1)))
+    assert "keys" in str(check_choices("fails", {"a": 1}, measured, options=(0, 1)))
+    assert guessing_score(1, 2, 2) == 0.0 and guessing_score(0, 4, 4) == 0.0
+    with pytest.raises(ValueError, match="options"):
+        check_choices("fails", {}, measured, options=(1,))
+    with pytest.raises(ValueError, match="among options"):
+        check_choices("fails", {}, {"a": 2}, options=(0, 1))
+    with pytest.raises(ValueError, match="right"):
+        guessing_score(6, 5, 2)

@@ -238,9 +238,9 @@ def test_chapter_3_shows_its_measurements(site):
 def test_chapter_4_shows_its_measurements(site):
     """Chapter 4's diagram, signature figures, glued numbers and hidden answers, as a reader sees them."""
     figures = {"01_inside_the_layer": ["fig-sublayer-diagram"],
-               "02_the_plus_one_path": ["fig-embedding-gradients", "fig-layer-profiles"],
+               "02_the_plus_one_path": ["fig-embedding-gradients", "fig-rank-collapse", "fig-xiong-gradients"],
                "03_deep_stacks": ["fig-grid-curves"], "04_twenty_four_layers": ["fig-grid-24"],
-               "05_ignore_a_layer": ["fig-lesion-maps"]}
+               "05_ignore_a_layer": ["fig-lesion-maps"], "06_warm_up_under_adam": ["fig-amplification"]}
     _shows_figures_explorer_and_solutions(site, 4, figures)
     _shows_glued(site, "book/ch4/01_inside_the_layer.html", "gap64")
     _shows_glued(site, "book/ch4/05_ignore_a_layer.html", "deep_median")
@@ -251,7 +251,8 @@ def test_chapter_5_shows_its_measurements(site):
     figures = {"01_incremental_explosion": ["fig-step-change"],
                "02_stable_propagation": ["fig-second-moments", "fig-gradient-depth", "fig-gradient-scale"],
                "03_small_enough": ["fig-growth-grid", "fig-growth-boundary"],
-               "04_deepnorm": ["fig-designs-24", "fig-early-updates"]}
+               "04_deepnorm": ["fig-designs-24", "fig-early-updates"],
+               "05_adam": ["fig-adam-step", "fig-model-update"]}
     _shows_figures_explorer_and_solutions(site, 5, figures)
     small = _html(site, "book/ch5/03_small_enough.html")
     assert "course-model-answer" in small, "the derivation's model answer, in a dropdown"

@@ -27,6 +27,7 @@ import argparse
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -43,6 +44,9 @@ from tools.toc import ROOT, toc_notebooks
 BUDGET_S = 60
 # A sweep run checks the asserts and nothing else (helpers.environment's claims-only mode).
 CLAIMS_ONLY = MODES["claims-only"]
+CHECKER_CALL = re.compile(r"\bhelpers\.grading\.(?:\w+\.)?check_\w+\(")
+"""A call of an exercise checker, ``helpers.grading.check_...(`` or, for one not re-exported by
+:mod:`helpers.grading`, ``helpers.grading.<module>.check_...(``."""
 # What every notebook imports, loaded once by the sweep's server process (see the module's docstring),
 # and what a run imports to read its notebook: nbformat alone costs about 2 s (its JSON-schema
 # validator builds a URI grammar on import), which was most of a run's overhead. Only ``helpers``
@@ -89,7 +93,7 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
     return (seconds, None, files) or, at the first failing cell, (seconds, ``"code cell N:
     ErrorName: message"``, files) with N the cell's index in the notebook. ``files`` are the
     ``helpers`` files the run loaded (:func:`helpers.provenance.loaded_files`). A cell that
-    calls a checker (``helpers.grading.check_...``) fails the run when its feedback says the
+    calls a checker (``helpers.grading.check_...`` or ``helpers.grading.<module>.check_...``) fails the run when its feedback says the
     hidden solution before it did not pass.
 
     Meant for a process of its own (the sweep forks one per run): it changes the process's
@@ -122,7 +126,7 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
             return time.perf_counter() - start, f"code cell {number}: {type(error).__name__}: {error}", []
         # A checker's cell ends with its feedback: the hidden solution before it must pass, for
         # every seed (a checker that compares with this seed's nets could fail on another).
-        if "helpers.grading.check_" in cell.source and getattr(result.result, "passed", True) is False:
+        if CHECKER_CALL.search(cell.source) and getattr(result.result, "passed", True) is False:
             return (time.perf_counter() - start,
                     f"code cell {number}: the hidden solution fails its checker: {result.result}", [])
     from helpers.provenance import loaded_files

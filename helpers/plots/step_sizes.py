@@ -43,7 +43,7 @@ def model_update_by_depth(updates, *, title: str):
     axes; dots are single nets, lines geometric means, the dotted lines a flat line and one
     ``∝ sqrt(N)`` through DeepNorm's value at the smallest depth."""
     optimizers = list(dict.fromkeys(u.optimizer for u in updates))
-    fig, axes = new_figure(len(optimizers), width=7.6, height=4.2)
+    fig, axes = new_figure(len(optimizers), width=6.8, height=4.2)
     axes = np.atleast_1d(axes)
     depths = sorted({u.depth for u in updates})
     names = {"sgd": "SGD", "adam": "Adam, first step"}
