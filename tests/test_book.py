@@ -125,8 +125,8 @@ def _calls_a_checker(node) -> bool:
 def test_every_checker_cell_ends_with_its_feedback(path):
     """The seed sweep fails a run whose hidden solution does not pass its checker, and it reads the
     verdict from the cell's result (``tools/run_notebooks.py``): so a cell that calls a checker must
-    call it as ``helpers.grading.check_...`` (or ``helpers.grading.<module>.check_...``) and as its last statement, and no cell may call one
-    under another name."""
+    call it as ``helpers.grading.check_...`` (or ``helpers.grading.<module>.check_...``) and as its
+    last statement, and no cell may call one under another name."""
     for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
         if cell.cell_type != "code":
             continue

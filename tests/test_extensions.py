@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+import course_a11y
 import course_explorers
 import course_icons
 import course_pages
@@ -42,3 +43,15 @@ def test_chinese_runs_are_marked_and_the_rest_is_left_as_text():
     assert [p.astext() for p in course_pages.chinese_spans("no Chinese")] == ["no Chinese"]
     quoted = course_pages.chinese_spans('核心洞见：不学整体，只学"差值"')
     assert [p.astext() for p in quoted] == ['<span lang="zh">核心洞见：不学整体，只学&quot;差值</span>', '"']
+
+
+def test_sidebar_toggles_get_the_name_of_their_chapter():
+    """axe-core's "summary-name": the theme's <summary> holds only a decorative chevron."""
+    html = ('<ul><li class="toctree-l1 has-children"><a class="reference internal" href="ch1/index.html">'
+            '1. Why  residuals</a><details><summary><span class="toctree-toggle" role="presentation">'
+            '<i class="fa-solid fa-chevron-down"></i></span></summary><ul><li><a href="x.html">x</a></li>'
+            '</ul></details></li><li><details><summary><p class="caption">Named</p></summary></details></li></ul>')
+    labelled = course_a11y.label_toggles(html)
+    assert labelled.count("aria-label") == 1
+    assert 'aria-label="Sections of 1. Why residuals"' in labelled
+    assert course_a11y.label_toggles("<ul><li>no toggles</li></ul>") == "<ul><li>no toggles</li></ul>"

@@ -213,7 +213,7 @@ def test_no_run_imports_a_package_pinned_below_the_marker():
     names = [line.split("==")[0].strip().lower().replace("-", "_") for line in below.splitlines()
              if "==" in line and not line.lstrip().startswith("#")]
     assert "nbval" in names and "pytest_xdist" in names
-    modules = {"pytest_xdist": "xdist"}  # a distribution whose import name differs
+    modules = {"pytest_xdist": "xdist", "beautifulsoup4": "bs4"}  # distributions whose import names differ
     probe = ("import importlib, pkgutil, sys, helpers\n"
              "for m in pkgutil.walk_packages(helpers.__path__, 'helpers.'):\n"
              "    importlib.import_module(m.name)\n"

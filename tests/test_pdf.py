@@ -47,3 +47,30 @@ def test_the_pdf_has_every_page_of_the_book_its_figures_and_typeset_math(pdf):
     for raw in ("$$", "\\frac", "\\mathrm"):
         assert raw not in text, f"untypeset math in the PDF: {raw!r}"
     assert len(reader.pages) >= 30
+
+
+def test_the_pdf_has_bookmarks_and_no_code_line_cut_at_the_margin(pdf):
+    """Bookmarks for every chapter, and every long line of code, as the page shows it, whole in
+    the PDF's text (wrapped at the margin, not cut off there)."""
+    import html as markup
+
+    from pypdf import PdfReader
+
+    path, html = pdf
+    reader = PdfReader(path)
+
+    def titles(outline):
+        for item in outline:
+            yield from titles(item) if isinstance(item, list) else [item.title]
+
+    bookmarks = _flat(" ".join(titles(reader.outline)))
+    chapters = [_title(p) for p in toc_files(ROOT) if p.name == "index.md" and p.parent.name.startswith("ch")]
+    assert len(chapters) == 5 and all(_flat(t) in bookmarks for t in chapters), (chapters, bookmarks[:500])
+    text = _flat("\n".join(page.extract_text() or "" for page in reader.pages))
+    blocks = re.findall(r'<div class="highlight"><pre>(.*?)</pre>', html, flags=re.S)
+    lines = [markup.unescape(re.sub(r"<[^>]+>", "", line)) for block in blocks for line in block.splitlines()]
+    # at the print's font an A4 line holds fewer than 80 characters, so these would be cut
+    long = [line for line in lines if len(line) > 60]
+    assert long, "the book has long code lines to check"
+    cut = [line for line in long if _flat(line) not in text]
+    assert not cut, f"{len(cut)} of {len(long)} long code lines are not whole in the PDF: {cut[:3]}"

@@ -139,7 +139,8 @@ def test_page_in_a_browser(browser, server, page, width):
     typeset, no notebook error or unrendered glue shown; nothing cut off at the column's edge;
     whatever scrolls sideways shows a scroll cue (and at the desktop width no code cell
     scrolls at all); every figure's smallest text, as shown, at least the agreed minimum; a
-    first view of the page within the weight budget; and the page readable in dark mode."""
+    first view of the page within the weight budget; no serious or critical accessibility
+    violation (axe-core, light and dark); and the page readable in dark mode."""
     report = audit_page(browser, server, page, width)
     assert not report["errors"], f"console errors on {page}: {report['errors']}"
     assert not report["foreign"], f"{page} requested other hosts: {report['foreign'][:5]}"
@@ -159,6 +160,8 @@ def test_page_in_a_browser(browser, server, page, width):
     small = [(i["alt"], round(i["text_px"], 1)) for i in report["images"]
              if i["text_px"] < MIN_FIGURE_TEXT_PX[width]]
     assert not small, f"{page} at {width}: figure text under {MIN_FIGURE_TEXT_PX[width]} px: {small}"
+    for theme, violations in report["axe"].items():
+        assert not violations, f"{page} at {width}, {theme}: axe-core finds {violations}"
     assert report["total_bytes"] <= PAGE_BUDGET_BYTES, (
         f"{page}: a first view transfers {report['total_bytes'] / 1e6:.2f} MB {report['weight']}")
     # Dark mode (the same page, switched): the prose and the course's own outputs (explorations,

@@ -5,8 +5,9 @@
 jupyter-book builds the book as a single HTML page (``--builder singlehtml``, warnings as
 errors, the notebooks from the same execution cache as the site), then headless Chromium
 (Debian's package, the browser the tests use) waits for MathJax to typeset every formula
-and prints the page to PDF. The explorations print their first frame, as on a page without
-a kernel.
+and prints the page to PDF: tagged, with bookmarks for the chapters and sections, code
+wrapped at the margin (the print styles of ``book/_static/course.css``). The explorations
+print their first frame, as on a page without a kernel.
 """
 
 from __future__ import annotations
@@ -72,7 +73,9 @@ def print_to_pdf(html: Path, out: Path, browser=None) -> Path:
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
         page.evaluate("() => MathJax.startup.promise.then(() => MathJax.typesetPromise())")
         page.emulate_media(media="print")
-        page.pdf(path=str(out), format="A4", print_background=True,
+        # outline: bookmarks from the headings (chapters and sections); tagged: a structure a
+        # screen reader can follow
+        page.pdf(path=str(out), format="A4", print_background=True, outline=True, tagged=True,
                  margin={"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"})
     finally:
         page.close()

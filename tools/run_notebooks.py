@@ -93,8 +93,8 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
     return (seconds, None, files) or, at the first failing cell, (seconds, ``"code cell N:
     ErrorName: message"``, files) with N the cell's index in the notebook. ``files`` are the
     ``helpers`` files the run loaded (:func:`helpers.provenance.loaded_files`). A cell that
-    calls a checker (``helpers.grading.check_...`` or ``helpers.grading.<module>.check_...``) fails the run when its feedback says the
-    hidden solution before it did not pass.
+    calls a checker (``helpers.grading.check_...`` or ``helpers.grading.<module>.check_...``)
+    fails the run when its feedback says the hidden solution before it did not pass.
 
     Meant for a process of its own (the sweep forks one per run): it changes the process's
     environment, working directory and output, and leaves its variables behind."""

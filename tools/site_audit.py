@@ -12,6 +12,11 @@ For every page and width it records, in a real Chromium:
   the course's own outputs and the backgrounds behind them;
 * **weight**: every byte the first view of the page transfers (each response as a web server
   sends it, gzip-compressed where that makes it smaller), by kind of resource.
+* **accessibility**: axe-core's serious and critical violations (the axe-core bundled in
+  ``axe-playwright-python``, run in the page): every rule on the light page at each width,
+  and in dark mode the one rule that dark mode can change, colour contrast. Contrast is
+  checked once, at the desktop width: no style sheet of the theme or the course changes a
+  colour with the width, and the phone's run leaves it out.
 
 ``python -m tools.site_audit [page ...]`` prints the report for the built site in
 ``_build/html``; ``tests/test_site.py`` asserts the budgets below on every page.
@@ -40,6 +45,8 @@ phone's screen (two to three device pixels per CSS pixel) draws sharply, and the
 zoom. Meeting 9 pt there too would need fonts so large that the desktop figures crowd."""
 PAGE_BUDGET_BYTES = 1_500_000
 """A page's first view, everything it transfers (HTML, styles, scripts, fonts, images)."""
+AXE_IMPACTS = ("serious", "critical")
+"""The axe-core violations a page may not have (it also reports "moderate" and "minor")."""
 PAGE_FAULTS = ("Traceback", "AssertionError", "Error in glue")
 """Text a page must never show: a notebook's error, or a glued value that did not render."""
 
@@ -147,6 +154,22 @@ def serve(site: Path = SITE):
         httpd.shutdown()
 
 
+def accessibility(tab, *, only: list[str] | None = None, skip: list[str] | None = None) -> list[dict]:
+    """axe-core's violations of :data:`AXE_IMPACTS` on the page open in ``tab``: every rule, or
+    ``only`` those rules, less ``skip``; one dict per rule violated, with its first element."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    options: dict = {"resultTypes": ["violations"]}
+    if only:
+        options["runOnly"] = {"type": "rule", "values": only}
+    if skip:
+        options["rules"] = {rule: {"enabled": False} for rule in skip}
+    response = Axe().run(tab, options=options).response
+    return [{"rule": v["id"], "impact": v["impact"], "elements": len(v["nodes"]),
+             "first": v["nodes"][0]["target"], "html": v["nodes"][0]["html"][:160], "help": v["help"]}
+            for v in response["violations"] if v["impact"] in AXE_IMPACTS]
+
+
 def audit_page(browser, server: str, page: str, width: str) -> dict:
     """Open ``page`` at one of :data:`WIDTHS` in a fresh context (a first visit) and measure it:
     layout and figures, then the same page switched to dark mode; with the console's errors,
@@ -167,9 +190,12 @@ def audit_page(browser, server: str, page: str, width: str) -> dict:
         tab.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0", timeout=20000)
         tab.wait_for_timeout(300)
     layout = tab.evaluate(LAYOUT_JS)
+    axe = {"light": accessibility(tab, skip=None if width == "desktop" else ["color-contrast"])}
     tab.evaluate("() => { const root = document.documentElement; root.dataset.theme = root.dataset.mode = 'dark'; }")
     tab.wait_for_timeout(100)
     dark = tab.evaluate(DARK_JS)
+    if width == "desktop":
+        axe["dark"] = accessibility(tab, only=["color-contrast"])
     weight: dict[str, int] = {}
     for response in responses:
         if not response.url.startswith(server):
@@ -186,7 +212,8 @@ def audit_page(browser, server: str, page: str, width: str) -> dict:
         image["src"] = image["src"][:60]
     text = layout.pop("text")
     layout["faults"] = [fault for fault in PAGE_FAULTS if fault in text]
-    return {"page": page, "width": width, **layout, "dark": dark, "weight": weight, "total_bytes": sum(weight.values()),
+    return {"page": page, "width": width, **layout, "dark": dark, "axe": axe, "weight": weight,
+            "total_bytes": sum(weight.values()),
             "errors": errors, "foreign": foreign}
 
 
@@ -216,6 +243,9 @@ def main(pages: list[str]) -> int:
                     print("    scroll", item)
                 for item in small[:8]:
                     print("    small", item)
+                for theme, violations in report["axe"].items():
+                    for item in violations:
+                        print(f"    axe ({theme})", item)
         browser.close()
     return 0
 
