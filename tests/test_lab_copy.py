@@ -134,6 +134,26 @@ def test_a_solution_of_several_cells_is_one_box():
                          lambda text: text, labels)
 
 
+def test_the_sites_download_keeps_outputs_and_can_leave_the_solutions_out():
+    """The site's download of a page (``executed_pages``): the executed notebook's outputs
+    stay; without solutions, each solution goes, its box and its code, the text after it stays."""
+    ran = _code("t = 2")
+    ran["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    ran["execution_count"] = 1
+    cells = [_md("```{exercise} E\n:label: ex-a\n```"), _code("my = None"),
+             _md("```{solution-start} ex-a\n:class: dropdown\n```\nBecause."), _code("my = 4"),
+             _md("```{solution-end}\n```\nAfter it."), ran]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in cells])
+    kept = learner_notebook(nb, "x.ipynb", lambda text: text, {}, outputs=True)
+    assert kept.cells[-1].outputs[0]["text"] == "2\n" and kept.cells[-1].execution_count == 1
+    assert any("Solution to" in c.source for c in kept.cells)
+    bare = learner_notebook(nb, "x.ipynb", lambda text: text, {}, outputs=True, solutions=False)
+    text = "\n".join(c.source for c in bare.cells)
+    assert "Solution" not in text and "Because" not in text and "my = 4" not in text
+    assert "After it." in text and bare.cells[-1].outputs
+    assert learner_notebook(nb, "x.ipynb", lambda text: text, {}).cells[-1].outputs == []
+
+
 def test_numbers_without_a_cached_run_say_so(book, tmp_path):
     copy = make_lab_copy(tmp_path / "lab", book, glued={"01_second.ipynb": {"k": "7"}})
     assert copy.unmeasured == ["ch1/01_first.ipynb", "ch2/01_second.ipynb"]

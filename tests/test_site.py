@@ -287,6 +287,53 @@ def _luminance(rgb: str) -> float:
 
 @pytest.mark.slow
 @pytest.mark.coursework
+NOTEBOOK_PAGES = [page for page in PAGES if (ROOT / page).with_suffix(".ipynb").exists()]
+
+
+def _download(site: Path, page: str) -> Path:
+    """Where a notebook page's download lies in ``site`` (book/_ext/course_downloads.py)."""
+    return site / "_downloads" / "notebooks" / Path(page).relative_to("book").with_suffix(".ipynb")
+
+
+def _plain_and_run(path: Path, *, solutions: bool) -> None:
+    """The downloaded notebook at ``path`` is the page as run: plain markdown (no MyST left), the
+    outputs of the site's run, and solutions folded or absent."""
+    nb = nbformat.read(path, as_version=4)
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for markup in ("{glue:", "{doc}", "{cite}", "```{", ":::{"):
+        assert markup not in prose, f"{path.name}: raw MyST {markup!r} in the download"
+    run = [c for c in nb.cells if c.cell_type == "code" and c.outputs]
+    assert run and all(c.execution_count for c in run), f"{path.name}: the download has no outputs"
+    assert ("Solution to" in prose) == solutions, f"{path.name}: solutions {'missing' if solutions else 'shown'}"
+
+
+def test_every_notebook_page_offers_its_notebook_as_run(site):
+    """The download menu of every notebook page gives the notebook as the page shows it, not the
+    book's source (no outputs, MyST markup)."""
+    for page in NOTEBOOK_PAGES:
+        html = _html(site, page)
+        assert "download-source-button" not in html, f"{page} still offers its source"
+        href = re.search(r'<a href="([^"]+)"[^>]*\n?\s*class="[^"]*btn-download-notebook-button', html)
+        assert href, f"{page} has no notebook download"
+        assert (site / Path(page).parent / href[1]).resolve() == _download(site, page).resolve(), href[1]
+        assert _download(site, page).exists(), page
+    _plain_and_run(_download(site, "book/ch4/04_twenty_four_layers.html"), solutions=True)
+
+
+@pytest.mark.browser
+def test_the_download_button_gives_the_notebook_as_run(browser, server):
+    """A reader's click: the header's download menu, then ".ipynb"."""
+    tab = browser.new_page(accept_downloads=True)
+    tab.goto(f"{server}/book/ch2/01_backprop_by_hand.html", wait_until="networkidle")
+    tab.get_by_role("button", name="Download this page").click()
+    with tab.expect_download() as info:
+        tab.locator(".dropdown-download-buttons a.btn-download-notebook-button").click()
+    download = info.value
+    assert download.suggested_filename == "01_backprop_by_hand.ipynb"
+    _plain_and_run(Path(download.path()), solutions=True)
+    tab.close()
+
+
 def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
     """``make site-no-solutions``: the same pages, every solution gone, no notebook run again."""
     from tools.site_without_solutions import HTML, build
@@ -302,3 +349,7 @@ def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
     assert "Solution to" in _html(site, "book/ch1/04_vanishing_gradients.html"), "the site itself keeps them"
     assert "course-model-answer" not in (HTML / "book/ch3/03_add_or_concat.html").read_text(encoding="utf-8"), \
         "a discussion's model answer is a solution too"
+    assert not list((HTML / "_sources").rglob("*.ipynb")), "the book's own notebooks hold the solutions"
+    for page in NOTEBOOK_PAGES:
+        if "Solution to" in _html(site, page):
+            _plain_and_run(_download(HTML, page), solutions=False)

@@ -150,20 +150,31 @@ def _notebook_text(nb) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def learner_notebook(nb, here: str, plain: Callable[[str], str], labels: dict[str, str]):
+def learner_notebook(nb, here: str, plain: Callable[[str], str], labels: dict[str, str], *,
+                     outputs: bool = False, solutions: bool = True):
     """``nb`` (a book notebook) for the learner's copy: plain markdown (``plain``, for one
     markdown text of this page), code cells without outputs, and each solution, its text and
-    its code, one folded box. ``labels`` maps each exercise label met so far to "Exercise N"."""
+    its code, one folded box. ``labels`` maps each exercise label met so far to "Exercise N".
+
+    ``outputs`` keeps the code cells' outputs (of an executed ``nb``); ``solutions=False``
+    leaves the solutions out, boxes and all (the prose after a solution's end stays)."""
     nb = nbformat.from_dict(nb)
     cells, box = [], None  # box: the open solution's first cell, its exercise and its parts so far
 
     def close(after: str = "") -> None:
-        box["cell"].source = solution_box(box["label"], box["parts"]) + (f"\n\n{plain(after)}" if after.strip() else "")
+        after = plain(after) if after.strip() else ""
+        if solutions:
+            box["cell"].source = solution_box(box["label"], box["parts"]) + (f"\n\n{after}" if after else "")
+        elif not after:
+            return
+        else:
+            box["cell"].source = after
         cells.append(box["cell"])
 
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+            if not outputs:
+                cell.outputs, cell.execution_count = [], None
             code = f"```python\n{cell.source.strip()}\n```"
             if box is not None:
                 box["parts"].append(code)
@@ -236,8 +247,39 @@ def make_lab_copy(dest: Path = DEST, root: Path = ROOT, *, force: bool = False,
     return report
 
 
-def _learner_page(path: Path, copy: str, pages: dict[Path, str], titles: dict[str, str], plain_book, root: Path):
-    """The page ``path`` of the book as a notebook of the learner's copy, at ``copy``."""
+def executed_pages(root: Path = ROOT, *, solutions: bool = True) -> dict[str, str]:
+    """{path in the copy (``ch1/01_degradation.ipynb``): notebook text} for every notebook page of
+    the book as its page on the site shows it, for the site's downloads: the learner's copy's
+    plain markdown with every glued number, the outputs of the site's run (the jupyter-cache),
+    and the solutions as folded boxes, or none (``solutions=False``, the site without them).
+    A page whose current code the cache holds no run of is left out."""
+    from tools.execute import executed_notebook, read_cache
+
+    root = Path(root)
+    cache, glued = read_cache(), glued_numbers(root, strict=False)
+    plain_book = book_markdown(glued, root, missing=lambda notebook, name: NOT_MEASURED)
+    pages = lab_pages(root)
+    titles = {copy: page_title(path) for path, copy in pages.items()}
+    files = {}
+    for path, copy in pages.items():
+        if path.suffix != ".ipynb":
+            # the other pages' text goes through plain_book too: it numbers the exercises in order
+            _learner_page(path, copy, pages, titles, plain_book, root)
+            continue
+        try:
+            run = executed_notebook(path, cache)
+        except KeyError:
+            _learner_page(path, copy, pages, titles, plain_book, root)
+            continue
+        nb = _learner_page(path, copy, pages, titles, plain_book, root, executed=run, solutions=solutions)
+        files[copy] = _notebook_text(nb)
+    return files
+
+
+def _learner_page(path: Path, copy: str, pages: dict[Path, str], titles: dict[str, str], plain_book, root: Path,
+                  *, executed=None, solutions: bool = True):
+    """The page ``path`` of the book as a notebook of the learner's copy, at ``copy``; with
+    ``executed`` (the notebook with its outputs), those outputs kept."""
     folder = posixpath.dirname(copy) or "."
     rel = {posixpath.relpath(other, folder): title for other, title in titles.items()}
 
@@ -246,7 +288,9 @@ def _learner_page(path: Path, copy: str, pages: dict[Path, str], titles: dict[st
         return LINK.sub(lambda m: _link(m, path, root, pages, folder), text)
 
     if path.suffix == ".ipynb":
-        return learner_notebook(nbformat.read(path, as_version=4), copy, plain, plain_book.labels)
+        nb = nbformat.read(path, as_version=4) if executed is None else executed
+        return learner_notebook(nb, copy, plain, plain_book.labels, outputs=executed is not None,
+                                solutions=solutions)
     text = path.read_text(encoding="utf-8")
     sections = {posixpath.relpath(other, folder): titles[other] for p, other in pages.items()
                 if p.suffix == ".ipynb" and p.parent == path.parent}
