@@ -1,5 +1,6 @@
-"""Launch buttons (``_config.yml``'s ``repository`` and ``launch_buttons``): off as the book ships,
-and, once set, on every notebook page, each pointing at that page's notebook in the repository."""
+"""Launch buttons (``_config.yml``'s ``repository`` and ``launch_buttons``) and the repository's
+link (``html.use_repository_button``): off as the book ships, and, once set, on every notebook
+page, each launch button pointing at that page's notebook in the repository."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ HUB, BINDER, COLAB = "https://hub.example.edu", "https://mybinder.org", "https:/
 def test_launch_buttons_are_off_as_the_book_ships():
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     urls = [config["launch_buttons"].get(key) for key in ("jupyterhub_url", "binderhub_url", "colab_url")]
-    assert not config["repository"]["url"] and not any(urls)
+    assert not config["repository"]["url"] and not any(urls) and not config["html"]["use_repository_button"]
 
 
 def _one_page_book(root: Path, launch: dict) -> Path:
@@ -37,6 +38,7 @@ def _one_page_book(root: Path, launch: dict) -> Path:
     config["html"].pop("favicon", None)
     config["repository"].update(url=REPO)
     config["launch_buttons"].update(launch)
+    config["html"]["use_repository_button"] = True
     (root / "_config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n- file: book/ch1/page\n",
                                    encoding="utf-8")
@@ -53,7 +55,7 @@ def _one_page_book(root: Path, launch: dict) -> Path:
     return root / "_build" / "html" / "book" / "ch1" / "page.html"
 
 
-def test_a_set_hub_binder_and_colab_each_launch_the_pages_notebook(tmp_path):
+def test_a_set_hub_binder_and_colab_each_launch_the_pages_notebook_and_the_repository_is_linked(tmp_path):
     page = _one_page_book(tmp_path, {"jupyterhub_url": HUB, "binderhub_url": BINDER, "colab_url": COLAB})
     links = set(re.findall(r'href="([^"]+)"', page.read_text(encoding="utf-8").replace("&amp;", "&")))
     # nbgitpuller clones the repository into a folder of its name, then opens the notebook there
@@ -61,3 +63,4 @@ def test_a_set_hub_binder_and_colab_each_launch_the_pages_notebook(tmp_path):
             "&urlpath=lab/tree/residual-course/book/ch1/page.ipynb&branch=main") in links, links
     assert f"{BINDER}/v2/gh/someone/residual-course/main?urlpath=lab/tree/book/ch1/page.ipynb" in links, links
     assert f"{COLAB}/github/someone/residual-course/blob/main/book/ch1/page.ipynb" in links, links
+    assert REPO in links, "the repository, linked from the page's header"

@@ -285,8 +285,6 @@ def _luminance(rgb: str) -> float:
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
 
-@pytest.mark.slow
-@pytest.mark.coursework
 NOTEBOOK_PAGES = [page for page in PAGES if (ROOT / page).with_suffix(".ipynb").exists()]
 
 
@@ -334,6 +332,8 @@ def test_the_download_button_gives_the_notebook_as_run(browser, server):
     tab.close()
 
 
+@pytest.mark.slow
+@pytest.mark.coursework
 def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
     """``make site-no-solutions``: the same pages, every solution gone, no notebook run again."""
     from tools.site_without_solutions import HTML, build
