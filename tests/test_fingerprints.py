@@ -223,3 +223,19 @@ def test_no_run_imports_a_package_pinned_below_the_marker():
                             timeout=300, check=True).stdout.split()
     imported = [n for n in names if modules.get(n, n) in loaded]
     assert not imported, f"pinned below the marker but imported by helpers: {imported}"
+
+
+def test_a_notebook_or_helper_edited_during_a_sweep_is_not_recorded(book):
+    """The sweep takes the tree's state before it runs; a run whose notebook or loaded helpers
+    file changed meanwhile held for the old version, so it must not be recorded for the new."""
+    mode = MODES["claims-only"]
+    notebook = book / PATHS_NB
+    before = fingerprints.tree_state([notebook], mode, book)
+    loaded = ["helpers/measure/paths.py"]
+    assert fingerprints.edited_since(before, notebook, loaded, mode, book) == []
+    _edit(book, "helpers/measure/paths.py")
+    assert fingerprints.edited_since(before, notebook, loaded, mode, book) == ["helpers/measure/paths.py changed"]
+    _edit(book, "helpers/measure/paths.py")  # still not what the run loaded
+    _notebook(notebook, CELLS[PATHS_NB] + "  # a comment")
+    assert "its code cells changed" in fingerprints.edited_since(before, notebook, loaded, mode, book)
+    assert fingerprints.edited_since(before, book / TUNING_NB, [], mode, book) == ["its code cells changed"]

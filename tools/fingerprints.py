@@ -197,6 +197,25 @@ def plan_sweep(notebooks, mode: dict, seeds=SWEEP_SEEDS, root: Path = ROOT) -> S
     return plan
 
 
+def tree_state(notebooks, mode: dict, root: Path = ROOT) -> dict:
+    """What runs of ``notebooks`` could depend on, as the tree holds it now: each notebook's code
+    digest, every file of ``helpers`` by its digest, and the settings; taken before a sweep."""
+    helpers = [p.relative_to(root).as_posix() for p in sorted((Path(root) / "helpers").rglob("*")) if p.is_file()
+               and "__pycache__" not in p.parts]
+    return {"code": {Path(n).resolve().relative_to(Path(root).resolve()).as_posix(): code_digest(Path(n))
+                     for n in notebooks},
+            "files": file_digests(helpers, root), "settings": settings(mode, root)}
+
+
+def edited_since(state: dict, notebook: Path, files, mode: dict, root: Path = ROOT) -> list[str]:
+    """What of a run's dependencies (``notebook``, the ``files`` it loaded) differs between
+    ``state`` (:func:`tree_state`, taken before the run) and the tree now, in words."""
+    name = Path(notebook).resolve().relative_to(Path(root).resolve()).as_posix()
+    then = Dependencies(state["code"].get(name, "missing"), {f: state["files"].get(f, "missing") for f in files},
+                        state["settings"])
+    return then.changes(Dependencies.of_run(Path(root) / name, files, mode, root))
+
+
 def update_record(results: dict, mode: dict, *, today: str, machine: dict, root: Path = ROOT) -> Path:
     """Write the seeds that held into the record: ``results`` is ``{notebook path: {"seeds": [...],
     "files": [...], "seconds": {seed: s}}}`` for notebooks whose every swept seed held. An entry

@@ -211,7 +211,7 @@ def sweep_and_record(paths, seed_list, *, changed_only: bool = False, root: Path
     and why; sweep the rest; write the seeds that held into the record. Returns the failures."""
     from datetime import date
 
-    from tools.fingerprints import plan_sweep, update_record
+    from tools.fingerprints import edited_since, plan_sweep, tree_state, update_record
     from tools.speed_index import machine
 
     if changed_only:
@@ -224,7 +224,15 @@ def sweep_and_record(paths, seed_list, *, changed_only: bool = False, root: Path
     about = machine()
     print(f"sweeping {len(paths)} notebooks for seeds {seed_list} on {about['processor']} "
           f"(speed index {about['speed_index']})", flush=True)
+    before = tree_state(paths, CLAIMS_ONLY, root)
     failures, held = sweep(paths, seed_list, root=root)
+    # A notebook, helpers file or pin edited while the sweep ran: its runs held for what was
+    # there before, so they are not recorded against what is there now.
+    for notebook in list(held):
+        edits = edited_since(before, Path(notebook), held[notebook]["files"], CLAIMS_ONLY, root)
+        if edits:
+            del held[notebook]
+            failures.append(f"{notebook}: edited while it was swept ({', '.join(edits)}); sweep it again")
     if held:
         record = update_record(held, CLAIMS_ONLY, today=date.today().isoformat(), machine=about, root=root)
         print(f"recorded {len(held)} notebooks in {record}", flush=True)
