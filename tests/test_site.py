@@ -177,6 +177,22 @@ def test_page_in_a_browser(browser, server, page, width):
 
 
 @pytest.mark.browser
+def test_the_accessibility_check_finds_what_it_should(browser):
+    """The page checks' axe-core run reports a serious or critical violation it is shown: an
+    image without alt text, a button without a name, grey text on white."""
+    from tools.site_audit import accessibility
+
+    tab = browser.new_page()
+    tab.set_content('<html lang="en"><head><title>t</title></head><body><main><h1>t</h1>'
+                    '<img src="data:image/png;base64,iVBORw0KGgo="><button></button>'
+                    '<p style="color:#ccc;background:#fff">faint</p></main></body></html>')
+    found = {v["rule"] for v in accessibility(tab)}
+    assert {"image-alt", "button-name", "color-contrast"} <= found, found
+    assert {v["rule"] for v in accessibility(tab, only=["color-contrast"])} == {"color-contrast"}
+    tab.close()
+
+
+@pytest.mark.browser
 def test_static_explorer_switches_frames_without_a_kernel(browser, server):
     tab = browser.new_page()
     tab.goto(f"{server}/book/ch1/01_degradation.html", wait_until="networkidle")
