@@ -26,7 +26,7 @@ PYTEST := $(BIN)/python -m pytest -ra
 # e.g. PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu": PyTorch's CPU build on Linux
 PIP_ARGS ?=
 
-.PHONY: site site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student grade lab lab-source serve clean
+.PHONY: site release site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student grade lab lab-source serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,10 @@ benchmark: $(STAMP)   ## time every notebook and every stage of `make test`; wri
 site-no-solutions: $(STAMP)  ## the site without solutions, for a class: _build/no-solutions/_build/html
 	$(BIN)/python -m tools.execute
 	$(BIN)/python -m tools.site_without_solutions
+
+release: student pdf  ## the site with the book's PDF and the student edition in every page's download menu
+	COURSE_RELEASE_FILES=_build/pdf/residual-connections-measured.pdf:student-edition/residual-course-student.zip \
+	  $(BIN)/python -m tools.execute --build --all
 
 pdf: $(STAMP)         ## the whole book as one PDF: _build/pdf/residual-connections-measured.pdf (needs Chromium)
 	$(BIN)/python -m tools.execute

@@ -55,3 +55,9 @@ def test_sidebar_toggles_get_the_name_of_their_chapter():
     assert labelled.count("aria-label") == 1
     assert 'aria-label="Sections of 1. Why residuals"' in labelled
     assert course_a11y.label_toggles("<ul><li>no toggles</li></ul>") == "<ul><li>no toggles</li></ul>"
+
+
+def test_bibliography_entries_are_items_of_their_list():
+    body = '<div role="list" class="citation-list">\n<div class="citation" id="id1" role="doc-biblioentry">x</div>'
+    fixed = course_a11y.list_entries(body)
+    assert 'role="listitem"' in fixed and "doc-biblioentry" not in fixed and 'role="list"' in fixed

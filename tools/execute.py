@@ -192,6 +192,8 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook in _toc.yml")
     parser.add_argument("--build", action="store_true",
                         help="then build the site from the cache (build_book), as `make site` does")
+    parser.add_argument("--all", action="store_true", dest="every_page",
+                        help="with --build: write every page again, not only those that changed")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     errors = execute_book(args.notebooks or None)
@@ -202,7 +204,7 @@ def main(argv=None) -> int:
     if any(errors.values()):
         return 1
     if args.build:
-        result = build_book()
+        result = build_book(*(["--all"] if args.every_page else []))
         print(result.stdout, end="")
         print(result.stderr, end="", file=sys.stderr)
         return result.returncode

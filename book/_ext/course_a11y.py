@@ -1,10 +1,14 @@
-"""Sphinx extension: names for the sidebar's expand/collapse toggles.
+"""Sphinx extension: fixes to the markup that axe-core finds fault with.
 
-The pydata theme wraps each chapter of the sidebar's table of contents in ``<details>`` and
-gives its ``<summary>`` only a decorative chevron, so a screen reader announces a button with
-no name ("summary-name", a serious violation in axe-core's rules). This extension wraps the
-theme's ``generate_toctree_html`` and gives every such ``<summary>`` an ``aria-label`` that
-names the chapter whose sections it shows or hides, taken from the link beside it.
+* Names for the sidebar's expand/collapse toggles. The pydata theme wraps each chapter of
+  the sidebar's table of contents in ``<details>`` and gives its ``<summary>`` only a
+  decorative chevron, so a screen reader announces a button with no name ("summary-name", a
+  serious violation in axe-core's rules). This extension wraps the theme's
+  ``generate_toctree_html`` and gives every such ``<summary>`` an ``aria-label`` that names
+  the chapter whose sections it shows or hides, taken from the link beside it.
+* The bibliography's entries as items of their list. Docutils writes the list as
+  ``<div role="list">`` and each entry as ``role="doc-biblioentry"``, which a list may not hold
+  ("aria-required-children", critical): each entry becomes ``role="listitem"``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ def label_toggles(html: str) -> str:
     return str(soup)
 
 
+def list_entries(body: str) -> str:
+    """``body`` with each bibliography entry (``role="doc-biblioentry"``) a ``role="listitem"``."""
+    return body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def page_context(app, pagename, templatename, context, doctree):
+    if "body" in context:
+        context["body"] = list_entries(context["body"])
     generate = context.get("generate_toctree_html")
     if generate is None or getattr(generate, "labels_toggles", False):
         return
