@@ -143,15 +143,20 @@ def test_the_sites_download_keeps_outputs_and_can_leave_the_solutions_out():
     cells = [_md("```{exercise} E\n:label: ex-a\n```"), _code("my = None"),
              _md("```{solution-start} ex-a\n:class: dropdown\n```\nBecause."), _code("my = 4"),
              _md("```{solution-end}\n```\nAfter it."), ran]
+    answer = _md("**Model answer.** Add, then normalise.")
+    answer["metadata"]["tags"] = ["solution"]  # a discussion's model answer, marked by its tag
+    cells.append(answer)
     nb = nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in cells])
     kept = learner_notebook(nb, "x.ipynb", lambda text: text, {}, outputs=True)
-    assert kept.cells[-1].outputs[0]["text"] == "2\n" and kept.cells[-1].execution_count == 1
+    assert kept.cells[-1].source.startswith("<details>") and "Add, then normalise" in kept.cells[-1].source
+    assert kept.cells[-2].outputs[0]["text"] == "2\n" and kept.cells[-2].execution_count == 1
     assert any("Solution to" in c.source for c in kept.cells)
     bare = learner_notebook(nb, "x.ipynb", lambda text: text, {}, outputs=True, solutions=False)
     text = "\n".join(c.source for c in bare.cells)
     assert "Solution" not in text and "Because" not in text and "my = 4" not in text
+    assert "Model answer" not in text and "normalise" not in text
     assert "After it." in text and bare.cells[-1].outputs
-    assert learner_notebook(nb, "x.ipynb", lambda text: text, {}).cells[-1].outputs == []
+    assert learner_notebook(nb, "x.ipynb", lambda text: text, {}).cells[-2].outputs == []
 
 
 def test_numbers_without_a_cached_run_say_so(book, tmp_path):

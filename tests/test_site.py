@@ -319,6 +319,7 @@ def _plain_and_run(path: Path, *, solutions: bool) -> None:
     run = [c for c in nb.cells if c.cell_type == "code" and c.outputs]
     assert run and all(c.execution_count for c in run), f"{path.name}: the download has no outputs"
     assert ("Solution to" in prose) == solutions, f"{path.name}: solutions {'missing' if solutions else 'shown'}"
+    assert solutions or "Model answer" not in prose, f"{path.name}: a discussion's model answer is shown"
 
 
 def test_every_notebook_page_offers_its_notebook_as_run(site):

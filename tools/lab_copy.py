@@ -150,6 +150,11 @@ def _notebook_text(nb) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def answer_box(text: str) -> str:
+    """A discussion question's model answer (``text``, plain markdown) as a folded box."""
+    return f"<details>\n<summary><b>Model answer</b> (click to show)</summary>\n\n{text.strip()}\n\n</details>"
+
+
 def learner_notebook(nb, here: str, plain: Callable[[str], str], labels: dict[str, str], *,
                      outputs: bool = False, solutions: bool = True):
     """``nb`` (a book notebook) for the learner's copy: plain markdown (``plain``, for one
@@ -188,6 +193,11 @@ def learner_notebook(nb, here: str, plain: Callable[[str], str], labels: dict[st
             continue
         if cell.cell_type != "markdown":
             cells.append(cell)
+            continue
+        if box is None and "solution" in cell.metadata.get("tags", []):  # a discussion's model answer
+            if solutions:
+                cell.source = answer_box(plain(cell.source))
+                cells.append(cell)
             continue
         text, start = cell.source, SOLUTION_START.match(cell.source)
         if start:
