@@ -47,7 +47,9 @@ test: $(STAMP)
 	@# nbval runs every notebook of _toc.yml for seed 0, side by side; each run that passes is the
 	@# execution the site build and the tests below read (tools/nbval_cache.py)
 	$(PYTEST) -p tools.nbval_cache --nbval-lax --nbval-cell-timeout=600 -n auto --dist loadfile book
-	$(PYTEST) -m "not sweep and not coursework" tests
+	@# then the tests, a file at a time side by side (the site's build and browser checks on one
+	@# core, the rest on the other); every notebook is in the cache by now, so none runs again
+	$(PYTEST) -n auto --dist loadfile -m "not sweep and not coursework" tests
 
 sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9); records them
 	CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests

@@ -92,9 +92,20 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """With ``COURSE_TIMINGS``, write the timings. Under pytest-xdist each worker times the
+    fixtures it set up and leaves them beside the target; the controller, which gets every
+    test's report, merges them in."""
     target = os.environ.get("COURSE_TIMINGS")
     if not target:
         return
+    worker = getattr(session.config, "workerinput", {}).get("workerid")
+    if worker is not None:
+        Path(f"{target}.{worker}").write_text(json.dumps(STAGES), encoding="utf-8")
+        return
+    for part in sorted(Path(target).parent.glob(f"{Path(target).name}.gw*")):
+        for stage, seconds in json.loads(part.read_text(encoding="utf-8")).items():
+            STAGES[stage] = max(STAGES.get(stage, 0.0), seconds)
+        part.unlink()
     record = {"session_s": round(time.perf_counter() - session.config._course_start, 1),
               "fixtures": STAGES, "test_calls_by_file_s": {k: round(v, 1) for k, v in sorted(FILES.items())}}
     Path(target).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -111,7 +111,8 @@ def test_a_learner_sees_the_book_not_its_markup(tab, lab_copy, page, tmp_path):
                 pass  # the assertions below say what is left
         prose, fences = tab.evaluate(PROSE), tab.evaluate(FENCES)
         maths = tab.locator(".jp-RenderedMarkdown mjx-container").count()
-        details = tab.locator(".jp-RenderedMarkdown details:not([open]) > summary", has_text="Solution to").count()
+        # a solution, or a discussion's model answer: each one box, closed
+        details = tab.locator(".jp-RenderedMarkdown details:not([open]) > summary").count()
         solution_code = tab.locator(".jp-RenderedMarkdown details pre").count()
         if page in SHOTS:  # the top of the page, then its first solution, folded and unfolded
             tab.screenshot(path=str(tmp_path / f"{Path(page).stem}-top.png"))
@@ -130,7 +131,7 @@ def test_a_learner_sees_the_book_not_its_markup(tab, lab_copy, page, tmp_path):
     left = [raw for raw in RAW if raw in prose]
     assert not left and not fences, f"{page}: JupyterLab shows raw MyST {left} {fences}"
     assert not has_math or (maths and "$" not in prose), f"{page}: math is not typeset"
-    assert details == len(solutions), f"{page}: {len(solutions)} solutions, {details} shown as folded boxes"
+    assert details == len(solutions), f"{page}: {len(solutions)} solutions and answers, {details} shown as folded boxes"
     assert solution_code == sum(text.count("```python") for text in solutions), f"{page}: a solution's code is lost"
 
 
