@@ -306,7 +306,9 @@ NOTEBOOK_PAGES = [page for page in PAGES if (ROOT / page).with_suffix(".ipynb").
 
 def _download(site: Path, page: str) -> Path:
     """Where a notebook page's download lies in ``site`` (book/_ext/course_downloads.py)."""
-    return site / "_downloads" / "notebooks" / Path(page).relative_to("book").with_suffix(".ipynb")
+    from course_downloads import notebook_download
+
+    return site / notebook_download(page.removesuffix(".html"))
 
 
 def _plain_and_run(path: Path, *, solutions: bool) -> None:

@@ -122,15 +122,27 @@ def read_cache(path: Path = CACHE):
     return get_cache(str(path))
 
 
+def record_run(cache, path: Path, nb, error: str | None, seconds: float, deps: Dependencies | None,
+               **data) -> None:
+    """Record one run of the notebook at ``path`` in the jupyter-cache ``cache``: its traceback
+    (``error``, None when every cell passed) and, when it passed, the executed notebook ``nb``
+    with the seconds it took, what it depended on (``deps``) and any other ``data``."""
+    from jupyter_cache.base import CacheBundleIn
+    from jupyter_cache.cache.db import NbProjectRecord
+
+    NbProjectRecord.set_traceback(str(path), error, cache.db)
+    if error is None:
+        bundle = CacheBundleIn(nb, str(path), data={"execution_seconds": seconds,
+                                                    "course_dependencies": deps.as_dict(), **data})
+        cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+
+
 def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) -> dict[Path, str | None]:
     """Execute every notebook not already cached; return {notebook: None, or its error}.
 
     Runs with :data:`SITE_ENVIRONMENT` (seed 0, as the site shows it), one notebook per
     CPU core. A notebook already in the cache, with nothing it loaded changed, is not re-run.
     """
-    from jupyter_cache.base import CacheBundleIn
-    from jupyter_cache.cache.db import NbProjectRecord
-
     notebooks = [Path(p).resolve() for p in (notebooks or toc_notebooks(root))]
     cache = open_cache(cache_path, root)
     for path in notebooks:
@@ -141,13 +153,8 @@ def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) ->
         runs = {path: pool.submit(execute_one, str(path), env) for path in stale}
         for path, future in runs.items():
             run = future.result()
-            NbProjectRecord.set_traceback(str(path), run["error"], cache.db)
-            if run["error"] is None:
-                deps = Dependencies.of_run(path, run["files"], SITE_ENVIRONMENT, root)
-                cache.cache_notebook_bundle(
-                    CacheBundleIn(run["nb"], str(path), data={"execution_seconds": run["seconds"],
-                                                              "course_dependencies": deps.as_dict()}),
-                    check_validity=False, overwrite=True)
+            deps = None if run["error"] else Dependencies.of_run(path, run["files"], SITE_ENVIRONMENT, root)
+            record_run(cache, path, run["nb"], run["error"], run["seconds"], deps)
             status = "ok" if run["error"] is None else "FAILED"
             print(f"executed {_name(path, root)} in {run['seconds']:.1f} s: {status}", flush=True)
     # Sphinx re-reads a page only when its source file is newer than its last build: mark each

@@ -193,10 +193,7 @@ class BookCache:
         path = Path(str(item.path)).resolve()
         if path not in self.book or (nextitem is not None and nextitem.parent is item.parent):
             return
-        from jupyter_cache.base import CacheBundleIn
-        from jupyter_cache.cache.db import NbProjectRecord
-
-        from tools.execute import SITE_ENVIRONMENT
+        from tools.execute import SITE_ENVIRONMENT, record_run
         from tools.fingerprints import Dependencies
 
         notebook = item.parent
@@ -212,12 +209,7 @@ class BookCache:
         with _locked(self.cache_path):
             cache = self._cache()
             cache.add_nb_to_project(str(path))
-            NbProjectRecord.set_traceback(str(path), "\n\n".join(failures) if failures else None, cache.db)
-            if not failures:
-                cache.cache_notebook_bundle(
-                    CacheBundleIn(nb, str(path), data={"execution_seconds": seconds,
-                                                       "course_dependencies": run.as_dict(), "executor": "nbval"}),
-                    check_validity=False, overwrite=True)
+            record_run(cache, path, nb, "\n\n".join(failures) if failures else None, seconds, run, executor="nbval")
         if not failures:
             path.touch()  # Sphinx re-reads a page whose source is newer than its last build
 

@@ -58,7 +58,7 @@ def page_context(app, pagename, templatename, context, doctree):
     releases = [{"type": "link", "url": context["pathto"](f"{RELEASE}/{path.name}", 1),
                  "text": RELEASE_KINDS[path.suffix][0], "icon": RELEASE_KINDS[path.suffix][1],
                  "tooltip": RELEASE_KINDS[path.suffix][2], "label": f"download-release-{path.suffix[1:]}-button"}
-                for path in release_files(app.config.course_hide_solutions)]
+                for path in app.course_release_files]
     for group in context.get("header_buttons", []):
         if group.get("label") != "download-buttons":
             continue
@@ -80,7 +80,7 @@ def finish(app, exception):
 
     out = Path(app.outdir)
     hide = app.config.course_hide_solutions
-    for path in release_files(hide):
+    for path in app.course_release_files:
         (out / RELEASE).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, out / RELEASE / path.name)
     for rel, text in executed_pages(Path(app.srcdir), solutions=not hide).items():
@@ -92,8 +92,14 @@ def finish(app, exception):
             path.unlink()
 
 
+def read_release_files(app):
+    """The release files of this build, found (or failed for) once, before any page is written."""
+    app.course_release_files = release_files(app.config.course_hide_solutions)
+
+
 def setup(app):
     app.setup_extension("course_solutions")  # course_hide_solutions
+    app.connect("builder-inited", read_release_files)
     # after the theme's handlers (priority 501), which fill the header's buttons
     app.connect("html-page-context", page_context, priority=600)
     app.connect("build-finished", finish)
