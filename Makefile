@@ -91,9 +91,9 @@ student: $(STAMP)     ## the student edition: student-edition/residual-course-st
 	$(BIN)/python -m tools.execute
 	$(BIN)/python -m tools.student student-edition
 
-grade: $(STAMP)       ## grade SUBMISSIONS=folder (one folder per student) for CHAPTER=N: _build/classroom/grades.csv
-	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N"; exit 2; }
-	$(BIN)/python -m tools.classroom grade "$(SUBMISSIONS)" --chapter $(CHAPTER)
+grade: $(STAMP)       ## grade SUBMISSIONS=folder for CHAPTER=N [SECTION=04], each in a sandbox (bubblewrap): _build/classroom/grades.csv
+	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N [SECTION=04]"; exit 2; }
+	$(BIN)/python -m tools.classroom grade "$(SUBMISSIONS)" --chapter $(CHAPTER) $(if $(SECTION),--section $(SECTION))
 
 lab: $(STAMP)         ## the learner's copy in JupyterLab: _build/lab, plain markdown, numbers from the last run (make site fills them)
 	$(BIN)/python -m tools.lab_copy _build/lab

@@ -1,35 +1,23 @@
-"""Grading a class with ``tools/classroom.py`` (nbgrader underneath): the book's exercises become
-graded cells, and a folder of submissions becomes a gradebook with the expected points."""
+"""Grading a class with ``tools/classroom.py``: every exercise of the book can be graded, and a
+class of fake submissions, honest and gaming, is graded in sandboxes (tools/judge) with the
+expected points."""
 
 from __future__ import annotations
 
 import copy
 import csv
-import subprocess
+import textwrap
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools.classroom import HIDDEN, _failures, find_exercises, grade, graded_notebook
+from tools.classroom import collect, find_exercises, grade, graded_notebook
 from tools.toc import ROOT, toc_notebooks
 
 NOTEBOOKS = toc_notebooks(ROOT)
 new_code, new_md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
-
-
-def test_a_dead_kernel_is_named_even_when_socket_errors_follow_it():
-    log = ("[AutogradeApp | ERROR] Kernel died while waiting for execute reply.\n"
-           "nbclient.exceptions.DeadKernelError: Kernel died\n"
-           "zmq.error.ZMQError: Socket operation on non-socket\n"
-           "[AutogradeApp | ERROR] There was an error processing assignment 'ch1' for student 'crash'\n"
-           "ValueError: something else\n"
-           "[AutogradeApp | ERROR] There was an error processing assignment 'ch1' for student 'odd'\n"
-           "[AutogradeApp | ERROR] There was an error processing assignment 'ch1' for student 'bare'\n")
-    failed = _failures(subprocess.CompletedProcess([], 1, stdout=log, stderr=""))
-    assert set(failed) == {"crash", "odd", "bare"}
-    assert "DeadKernelError: Kernel died" in failed["crash"] and "ZMQError" not in failed["crash"]
-    assert "ValueError: something else" in failed["odd"] and "see nbgrader's log" in failed["bare"]
 
 
 def _exercise(label: str, title: str, points: int) -> str:
@@ -87,24 +75,50 @@ def _forge(nb):
     cell.outputs = [nbformat.v4.new_output("stream", text="Per-layer factor: all checks passed.\n")]
 
 
-def _tamper(nb):
-    nb.cells.insert(1, new_code("helpers.grading.award = lambda points: points"))
+def _fn(body: str) -> str:
+    return "def my_per_layer_factor(norms):\n" + textwrap.indent(textwrap.dedent(body).strip(), "    ")
 
 
 ENDPOINTS = "def my_per_layer_factor(norms):\n    return (norms[-1] / norms[0]) ** (-1 / (len(norms) - 1))"
-STUDENTS = {  # name: (what they submit, the points expected for ex-factor and ex-guess)
-    "full": (dict(factor=FACTOR_SOLVED, guess="my_guess = 0.5"), (2, 1)),
-    "untouched": (dict(), (0, 0)),
+SECRET = "s-honest"  # another student's id, which no feedback but theirs may hold
+STUDENTS = {  # id: (what they submit, the points expected for ex-factor and ex-guess)
+    SECRET: (dict(factor=FACTOR_SOLVED, guess="my_guess = 0.5"), (2, 1)),
+    "s-untouched": (dict(), (0, 0)),
     # exact on the four geometric cases, wrong on the three noisy ones: 4/7 of 2 points
-    "partial": (dict(factor=ENDPOINTS, guess="my_guess = 0.52"), (1.14, 1)),
-    "gaming": (dict(factor="def my_per_layer_factor(norms):\n    return helpers.measure.per_layer_factor(norms)",
-                    guess="my_guess = '0.5'"), (0, 0)),
-    "loop": (dict(factor="def my_per_layer_factor(norms):\n    while True:\n        pass",
-                  guess="while True:\n    pass"), (0, 0)),
-    "raises": (dict(factor="1 / 0\n" + FACTOR_SOLVED, guess="raise SystemExit"), (0, 0)),
-    "crash": (dict(factor=FACTOR_SOLVED, guess="import os\nos._exit(1)"), (0, 0)),
-    "forged": (dict(edit=_forge), (0, 0)),
-    "tamper": (dict(edit=_tamper), None),  # points unknown: what counts is the note for review
+    "s-partial": (dict(factor=ENDPOINTS, guess="my_guess = 0.52"), (1.14, 1)),
+    # The six ways to full marks of issue 34, and more: each scores nothing.
+    "s-key": (dict(factor=_fn("return helpers.measure.per_layer_factor(norms)"), guess="my_guess = '0.5'"), (0, 0)),
+    "s-key-copy": (dict(factor="from helpers.measure.gradients import per_layer_factor as key\n"
+                               + _fn("return key(norms)")), (0, 0)),
+    "s-frame": (dict(factor="import inspect\n" + _fn("""
+        f = inspect.currentframe()
+        while f is not None and "case" not in f.f_locals:
+            f = f.f_back
+        return f.f_locals["case"].expected""")), (0, 0)),
+    "s-gc": (dict(factor="import gc\n" + _fn("""
+        cases = [o for o in gc.get_objects() if type(o).__name__ == "Case"]
+        return cases[0].expected""")), (0, 0)),
+    "s-swap": (dict(factor="import importlib\ng = importlib.import_module('helpers.' + 'gra' + 'ding')\n"
+                           "g.base.run_cases = lambda *a, **k: g.base.Feedback('x', [], True)\n" + FACTOR), (0, 0)),
+    "s-allclose": (dict(factor="np.allclose = lambda *a, **k: True\nnp.isclose = lambda *a, **k: True\n"
+                               + _fn("return 0.123")), (0, 0)),
+    "s-disk": (dict(factor="import pathlib, json\n" + _fn("""
+        book = pathlib.Path(helpers.__file__).parents[1] / "book" / "ch1" / "01_tiny.ipynb"
+        return float(json.loads(book.read_text())["cells"][5]["source"].split("(")[0])""")), (0, 0)),
+    "s-quiet": (dict(factor="get_ipython().ast_node_interactivity = 'none'\n" + FACTOR), (0, 0)),
+    "s-snoop": (dict(factor="import os, glob\n" + _fn("""
+        seen = [p for top in ("/", "/tmp", "/judge", "/root", os.getcwd()) for p in glob.glob(top + "/*")]
+        files = [open(p).read()[:2000] for p in seen if p.endswith((".csv", ".ipynb", ".db"))]
+        return " ".join(seen + files)""")), (0, 0)),
+    "s-linger": (dict(factor="import subprocess\n" + _fn("""
+        subprocess.Popen(["sh", "-c", "sleep 2; for f in $(find / -name grades.csv); do echo 9 > $f; done"])
+        return 0.7""")), (0, 0)),
+    "s-flood": (dict(factor="print('x' * 10**8)\n" + _fn("return 'y' * 10**8")), (0, 0)),
+    "s-loop": (dict(factor=_fn("while True:\n    pass"), guess="while True:\n    pass"), (0, 0)),
+    "s-raises": (dict(factor="1 / 0\n" + FACTOR_SOLVED, guess="raise SystemExit"), (0, 0)),
+    # a later cell that kills its sandbox costs its own exercise only
+    "s-crash": (dict(factor=FACTOR_SOLVED, guess="import os\nos._exit(1)"), (2, 0)),
+    "s-forged": (dict(edit=_forge), (0, 0)),
 }
 
 
@@ -117,7 +131,7 @@ def test_every_exercise_of_the_book_can_be_graded(path):
     tests = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert [c.metadata.nbgrader.grade_id for c in tests] == [ex.label for ex in exercises]
     for cell, ex in zip(tests, exercises):
-        assert cell.source.endswith(HIDDEN.format(points=ex.points)) and 1 <= ex.points <= 5
+        assert "award" not in cell.source and 1 <= ex.points <= 5
         assert 1 <= ex.minutes <= 60 and ex.level.split()[-1] in {"easy", "medium", "hard"} and ex.goal
     starters = [c for c in graded.cells if c.cell_type == "code" and "nbgrader" not in c.metadata]
     assert len(starters) == sum(len(ex.starters) for ex in exercises), "only starter cells stay editable"
@@ -136,55 +150,78 @@ def test_find_exercises_names_what_is_missing():
         find_exercises(nb)
 
 
+def test_submissions_are_collected_from_folders_or_a_flat_download(tmp_path):
+    names = {"01_tiny.ipynb", "02_more.ipynb"}
+    (tmp_path / "ana" / "deep").mkdir(parents=True)
+    (tmp_path / "ana" / "deep" / "01_tiny.ipynb").write_text("{}")
+    (tmp_path / "smithjane_1234_5678_01_tiny.ipynb").write_text("{}")
+    (tmp_path / "smithjane_1234_5678_02_more-1.ipynb").write_text("{}")
+    (tmp_path / "notes.txt").write_text("")
+    found = collect(tmp_path, names)
+    assert set(found) == {"ana", "smithjane"}
+    assert set(found["smithjane"]) == names and set(found["ana"]) == {"01_tiny.ipynb"}
+    (tmp_path / "bad id").mkdir()
+    with pytest.raises(ValueError, match="'bad id'"):
+        collect(tmp_path, names)
+
+
 @pytest.mark.slow
 @pytest.mark.coursework
-def test_a_class_is_graded_into_a_gradebook_with_the_expected_points(tmp_path):
+def test_a_class_is_graded_in_sandboxes_and_no_strategy_games_it(tmp_path):
     root = tmp_path / "book"
     _tiny_book(root)
     course = tmp_path / "course"
     from tools.classroom import release
 
     handed_out = nbformat.read(release(1, tmp_path / "release", course, root=root)[0], as_version=4)
-    assert "award" not in "".join(c.source for c in handed_out.cells), "the hidden lines are not handed out"
+    assert "award" not in "".join(c.source for c in handed_out.cells)
     submissions = tmp_path / "submissions"
     for name, (kwargs, _) in STUDENTS.items():
         _submission(handed_out, submissions / name, **kwargs)
-    (submissions / "absent").mkdir()
+    (submissions / "s-absent").mkdir()
 
-    rows = grade(submissions, 1, course, timeout=10, root=root)
+    started = time.monotonic()
+    rows = grade(submissions, 1, course, root=root, cell_seconds=5)
+    took = time.monotonic() - started
+    grades = (course / "grades.csv").read_text(encoding="utf-8")
+    time.sleep(3)  # s-linger's process would rewrite the grades now, were it still alive
+    assert (course / "grades.csv").read_text(encoding="utf-8") == grades
 
     with open(course / "grades.csv", newline="", encoding="utf-8") as f:
         table = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
     assert len(table) == len(rows) == 2 * (len(STUDENTS) + 1)
     for name, (_, expected) in STUDENTS.items():
-        if expected is None:
-            continue
         got = tuple(float(table[name, ex]["points"]) for ex in ("ex-factor", "ex-guess"))
         assert got == pytest.approx(expected, abs=0.01), (name, got)
-    assert table["full", "ex-factor"]["max_points"] == "2" and table["full", "ex-guess"]["max_points"] == "1"
-    assert "could not be graded" in table["crash", "ex-factor"]["review"]
-    assert "Kernel died" in table["crash", "ex-factor"]["review"]
-    assert "mentions the grading code" in table["tamper", "ex-factor"]["review"]
-    assert "not submitted" in table["absent", "ex-factor"]["review"]
-    assert not table["full", "ex-factor"]["review"] and not table["forged", "ex-factor"]["review"]
+    assert table[SECRET, "ex-factor"]["max_points"] == "2" and table[SECRET, "ex-guess"]["max_points"] == "1"
+    assert "not submitted" in table["s-absent", "ex-factor"]["review"]
+    assert not table[SECRET, "ex-factor"]["review"]
+    with open(course / "totals.csv", newline="", encoding="utf-8") as f:
+        totals = {r["student"]: float(r["points"]) for r in csv.DictReader(f)}
+    assert totals[SECRET] == 3 and totals["s-crash"] == 2
+    with open(course / "lms.csv", newline="", encoding="utf-8") as f:
+        lms = list(csv.DictReader(f))
+    assert {r["SIS Login ID"]: float(r["Chapter 1 (3 points)"]) for r in lms}[SECRET] == 3
 
     def feedback(name: str) -> str:
         return (course / "feedback" / name / "ch1" / "01_tiny.html").read_text(encoding="utf-8")
 
-    assert "Per-layer factor: all checks passed" in feedback("full")
-    assert "not implemented yet" in feedback("untouched") and "no prediction yet" in feedback("untouched")
-    assert "off limits" in feedback("gaming") and "str" in feedback("gaming")
-    assert "took longer than" in feedback("loop") and "CellTimeoutError" in feedback("loop")
-    assert "ZeroDivisionError" in feedback("raises")
-    assert "not implemented yet" in feedback("forged"), "the grader runs the book's checker, not the forgery"
+    assert "3 of 3" not in feedback(SECRET) and "2 of 2 points" in feedback(SECRET)
+    assert "not implemented yet" in feedback("s-untouched") and "no prediction yet" in feedback("s-untouched")
+    for name in ("s-key", "s-key-copy"):
+        assert "not available while grading" in feedback(name), name
+    assert "took longer than" in feedback("s-loop") and "(in my_per_layer_factor, line 1: def" in feedback("s-loop")
+    assert "/judge" in feedback("s-snoop") and "returned a str" in feedback("s-snoop")
+    assert "ZeroDivisionError" in feedback("s-raises")
+    assert "not implemented yet" in feedback("s-forged"), "the grader runs the book's checker, not the forgery"
+    for name in STUDENTS:
+        text = feedback(name)
+        assert len(text) < 200_000, f"{name}'s feedback is {len(text)} characters"
+        if name != SECRET:
+            assert SECRET not in text, f"{name}'s feedback holds another student's id"
+    # the class's size and the two cores of CI: a class of 20 one-notebook submissions in a few minutes
+    assert took < 240, f"grading {len(STUDENTS)} students took {took:.0f} s"
 
-    # The chapter gains a section after the class was graded: nbgrader keeps the graded
-    # assignment, and the instructor is told what to do rather than shown nbgrader's traceback.
-    from tools.classroom import prepare
-
-    nbformat.write(nbformat.v4.new_notebook(cells=[new_md("# More"), new_code("x = 1")]),
-                   root / "book" / "ch1" / "02_more.ipynb")
-    with open(root / "_toc.yml", "a", encoding="utf-8") as toc:
-        toc.write("  - file: book/ch1/02_more\n")
-    with pytest.raises(RuntimeError, match="sections were added or removed after submissions"):
-        prepare(1, course, timeout=10, root=root)
+    # A regrade draws the same hidden cases: the same grades.
+    grade(submissions, 1, course, root=root, cell_seconds=5)
+    assert (course / "grades.csv").read_text(encoding="utf-8") == grades

@@ -1,39 +1,46 @@
-"""Grade a class: a thin layer over nbgrader that turns the book's exercises into graded cells.
+"""Grade a class: the book's exercises, scored the way programming judges do.
 
-    python -m tools.classroom grade SUBMISSIONS --chapter 1     # or: make grade SUBMISSIONS=...
-    python -m tools.classroom release --chapter 1               # the notebooks to hand out
+    python -m tools.classroom grade SUBMISSIONS --chapter 1 [--section 04]   # or: make grade ...
+    python -m tools.classroom release --chapter 1                            # the notebooks to hand out
 
 ``SUBMISSIONS`` holds one folder per student, named by the student's id, with that
-student's notebooks in it (named as in the student edition, e.g.
-``04_vanishing_gradients.ipynb``, at any depth). The command writes an nbgrader course in
-``_build/classroom`` (``--out``) and, in it:
+student's notebooks in it (at any depth), or a learning-management system's flat download,
+one file per student and notebook with the student's id first (:func:`collect`). The
+command writes, in ``_build/classroom`` (``--out``):
 
 * ``grades.csv``: one row per student and exercise: the points earned, the points
-  possible, and a ``review`` column naming anything a person should look at (a cell of
-  the student's own that touches the grading code, a notebook not submitted);
-* ``feedback/<student>/ch<N>/<notebook>.html``: the student's notebook as graded, each
-  checker's specific feedback under its exercise;
-* ``gradebook.db``: nbgrader's gradebook, for its formgrader or ``nbgrader export``.
+  possible, and a ``review`` column naming anything a person should look at (a notebook or
+  exercise not submitted, a cell that names a library's version of the answer);
+* ``totals.csv``: one row per student; ``lms.csv``: the totals as a grade book imports them
+  (Canvas's columns, the student's id as the login; Moodle maps the columns on import);
+* ``feedback/<student>/ch<N>/<notebook>.html``: each exercise's points and the checker's
+  specific feedback;
+* ``class.json``: the class's seed for the checkers' hidden cases, drawn once, so a
+  regrade gives the same grades.
 
-How the book becomes an nbgrader assignment (:func:`graded_notebook`): every exercise's
-checker cell (the first code cell after its solution) becomes an autograded test cell
-worth the points its text states (``**Points:** N``), with a hidden line
-``helpers.grading.award(N)`` that shows the checker's feedback and returns
-score × points, the share of the checker's cases passed times N: nbgrader's partial
-credit. Every other code cell except the exercises' starter cells is marked read-only for
-nbgrader, which puts its original source back before it grades; the solutions are
-removed. So a student may change anything while learning, and the grader still runs the
-book's own experiments and checkers, on a fresh kernel, whatever outputs the notebook
-carries. Each cell may run ``--timeout`` seconds; a cell stopped by it, or that raises,
-earns nothing, and the notebook goes on.
+How it grades (:mod:`tools.judge`): each student's notebook runs in a sandbox that sees
+only that notebook's exercise cells and a copy of ``helpers`` without checkers or answer
+keys (no book, no solutions, no other student, no network; limits on time, memory,
+processes and output). The book's own notebook runs once, outside, and at each exercise
+its checker calls the student's function through the sandbox and gets data back, or takes
+the student's prediction as data; the score is the share of the checker's cases passed
+times the exercise's points (``**Points:** N`` in its text). Each exercise counts on its
+own: a cell that raises or a sandbox that dies costs that exercise only.
+
+:func:`graded_notebook` and :func:`release` make the notebooks handed out (nbgrader's
+release: no solutions, the checker cells read-only).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import html
+import importlib
+import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -47,14 +54,11 @@ from tools.toc import ROOT, toc_notebooks
 
 COURSE_ID = "residual-connections-measured"
 OUT = ROOT / "_build" / "classroom"
-TIMEOUT = 300  # seconds per cell; the longest cell of a section trains for under a minute
-HIDDEN = "### BEGIN HIDDEN TESTS\nhelpers.grading.award({points})  # for the grader: score x points\n" \
-         "### END HIDDEN TESTS"
+TIMEOUT = 300  # seconds per cell when nbgrader runs a notebook
 META_LINE = re.compile(r"\*\*Goal:\*\* (?P<goal>.+?) · \*\*Level:\*\* (?P<level>.+?) · "
                        r"\*\*Time:\*\* about (?P<minutes>\d+) min · \*\*Points:\*\* (?P<points>\d+)")
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-# What a student's own cell has no business touching while it is graded.
-TAMPERING = re.compile(r"\bgrading\b|\baward\b|\bFeedback\b|\bLATEST\b")
+FEEDBACK_LINE = 2000  # characters of one feedback line kept in a feedback file
 
 
 START, END = "{solution-start}", "{solution-end}"
@@ -153,7 +157,6 @@ def graded_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if i in checkers:
             ex = checkers[i]
             grader.update(grade=True, grade_id=ex.label, points=ex.points)
-            cell.source = cell.source.rstrip() + "\n" + HIDDEN.format(points=ex.points)
         cell.metadata["nbgrader"] = grader
     return strip_solutions(nb)
 
@@ -177,24 +180,6 @@ def _nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.Comple
     if check and result.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
     return result
-
-
-def _failures(result: subprocess.CompletedProcess) -> dict[str, str]:
-    """The students nbgrader could not grade (their kernel died, say), each with the error its
-    log names before it says so: a dead kernel where the log names one (the socket errors that
-    follow a kernel's death come in varying order), else the last error."""
-    failed, errors = {}, []
-    for line in (result.stdout + result.stderr).splitlines():
-        line = line.strip()
-        if re.match(r"^[\w.]*(Error|Exception)\b.*:", line):
-            errors.append(line)
-        who = re.search(r"There was an error processing assignment '[^']*' for student '([^']+)'", line)
-        if who:
-            died = [e for e in errors if "Kernel died" in e or "DeadKernel" in e]
-            reason = (died or errors or ["see nbgrader's log"])[-1]
-            failed[who[1]] = f"could not be graded ({reason}), so no points; look at it"
-            errors = []
-    return failed
 
 
 def prepare(chapter: int, course: Path = OUT, *, timeout: int = TIMEOUT, root: Path = ROOT) -> str:
@@ -251,40 +236,41 @@ def release(chapter: int, out_dir: Path, course: Path = OUT, *, root: Path = ROO
     return written
 
 
-def _collect(submissions: Path, course: Path, assignment: str, names: set[str]) -> dict[str, list[str]]:
-    """Copy each student's notebooks into nbgrader's ``submitted/``; return what to review."""
-    review: dict[str, list[str]] = {}
-    submitted = course / "submitted"
-    if submitted.exists():
-        shutil.rmtree(submitted)
-    students = sorted(p for p in Path(submissions).iterdir() if p.is_dir())
-    if not students:
-        raise ValueError(f"submissions must hold one folder per student; {submissions} has none")
-    for folder in students:
+def _notebook_of(filename: str, names: set[str]) -> str | None:
+    """The section notebook a submitted file is: its own name, or its name at the end of a
+    name an LMS made (``smithjane_1234_5678_04_vanishing_gradients.ipynb``, ``… -1.ipynb``)."""
+    base = re.sub(r"(?:[ _-]\d+|\s*\(\d+\))(?=\.ipynb$)", "", filename)
+    return next((n for n in sorted(names, key=len, reverse=True) if base == n or base.endswith("_" + n)
+                 or base.endswith("-" + n)), None)
+
+
+def collect(submissions: Path, names: set[str]) -> dict[str, dict[str, Path]]:
+    """Who submitted which notebook: ``{student: {notebook file name: path}}``.
+
+    ``submissions`` holds either one folder per student (named by the student's id, the
+    notebooks at any depth) or the flat download of a learning-management system: one file
+    per student and notebook, the student's id first, then ``_``, ending in the notebook's
+    name (Canvas: ``smithjane_1234_5678_04_vanishing_gradients.ipynb``). Raises ``ValueError``
+    for an empty folder or an id with characters other than letters, digits, ``_ . -``."""
+    submissions = Path(submissions)
+    found: dict[str, dict[str, Path]] = {}
+    for folder in sorted(p for p in submissions.iterdir() if p.is_dir()):
         if not STUDENT_ID.match(folder.name):
             raise ValueError(f"student folder {folder.name!r}: a student id is letters, digits, '_', '.' or '-'")
-        notes = review.setdefault(folder.name, [])
-        dest = submitted / folder.name / assignment
-        dest.mkdir(parents=True)
-        for name in sorted(names):
-            found = sorted(folder.rglob(name))
-            if not found:
-                notes.append(f"{name} not submitted")
-                continue
-            shutil.copyfile(found[0], dest / name)
-            notes += [f"{name}: {note}" for note in _tampering(found[0])]
-    return review
-
-
-def _tampering(path: Path) -> list[str]:
-    """Cells of the student's own (not read-only for the grader) that touch the grading code."""
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as err:  # a file that is not a notebook is graded as missing by nbgrader
-        return [f"could not be read as a notebook ({type(err).__name__})"]
-    return [f"cell {i} mentions the grading code; look at it" for i, cell in enumerate(nb.cells)
-            if cell.cell_type == "code" and not cell.get("metadata", {}).get("nbgrader", {}).get("locked")
-            and TAMPERING.search(cell.source)]
+        found[folder.name] = {}
+        for path in sorted(folder.rglob("*.ipynb")):
+            name = _notebook_of(path.name, names)
+            if name and name not in found[folder.name] and ".ipynb_checkpoints" not in path.parts:
+                found[folder.name][name] = path
+    for path in sorted(p for p in submissions.glob("*.ipynb") if p.is_file()):
+        name = _notebook_of(path.name, names)
+        student = path.name.split("_", 1)[0] if name and path.name != name else None
+        if student and STUDENT_ID.match(student):
+            found.setdefault(student, {}).setdefault(name, path)
+    if not found:
+        raise ValueError(f"submissions must hold one folder per student or one notebook file per student; "
+                         f"{submissions} has neither")
+    return found
 
 
 @dataclass(frozen=True)
@@ -297,66 +283,138 @@ class Row:
     review: str
 
 
-def _rows(course: Path, assignment: str, review: dict[str, list[str]],
-          exercises: dict[str, list[Exercise]], failed: dict[str, str]) -> list[Row]:
-    from nbgrader.api import Gradebook, MissingEntry
+def class_seed(course: Path) -> int:
+    """The class's seed for hidden cases: drawn once, kept in ``course/class.json``, so a
+    regrade draws the same cases."""
+    path = Path(course) / "class.json"
+    if path.exists():
+        return int(json.loads(path.read_text(encoding="utf-8"))["seed"])
+    seed = secrets.randbits(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"seed": seed}) + "\n", encoding="utf-8")
+    return seed
 
+
+def _score(book: Path, students: dict[str, Path], work: Path, seed: int, cell_seconds: float) -> dict:
+    """Score one notebook for the class in a fresh process (:mod:`tools.judge.scorer`)."""
+    import helpers.grading as grading
+    from tools.judge import keyfree
+
+    nb = nbformat.read(book, as_version=4)
+    refs = []
+    for ex in find_exercises(nb):
+        call = re.search(r"helpers\.grading\.(?:(\w+)\.)?(check_\w+)", nb.cells[ex.checker].source)
+        module = importlib.import_module(f"helpers.grading.{call[1]}") if call and call[1] else grading
+        refs += keyfree.references(getattr(module, call[2])) if call else []
+    lib = keyfree.build(refs, work / "lib")
+    (work / "submissions.json").write_text(json.dumps({k: str(v) for k, v in students.items()}), encoding="utf-8")
+    env = mode_environment("grading")  # seed 0, no progress bars (helpers.environment)
+    result = subprocess.run([sys.executable, "-m", "tools.judge.scorer", str(book), str(work / "submissions.json"),
+                             str(work / "results.json"), "--seed", str(seed), "--lib", str(lib),
+                             "--cell-seconds", str(cell_seconds)],
+                            cwd=ROOT, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"grading {book.name} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+    return json.loads((work / "results.json").read_text(encoding="utf-8"))
+
+
+def _feedback_html(student: str, notebook: str, exercises: list[Exercise], outcomes: dict) -> str:
+    parts = [f"<!doctype html><html lang='en'><meta charset='utf-8'><title>{html.escape(notebook)}: "
+             f"feedback for {html.escape(student)}</title><body><h1>{html.escape(notebook)}</h1>"]
+    for ex in exercises:
+        outcome = outcomes.get(ex.label, {"score": 0.0, "lines": ["not submitted"]})
+        points = round(float(outcome["score"]) * ex.points, 2)
+        lines = "".join(f"<li>{html.escape(str(line)[:FEEDBACK_LINE])}</li>" for line in outcome["lines"][:40])
+        parts.append(f"<h2>{html.escape(ex.title)}: {points:g} of {ex.points} points</h2><ul>{lines}</ul>")
+    return "".join(parts) + "</body></html>\n"
+
+
+def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str | None = None,
+          root: Path = ROOT, jobs: int = 2, cell_seconds: float = 30.0) -> list[Row]:
+    """Grade every student's notebooks of ``chapter`` (or only its notebook ``section``, a
+    file name or its leading number) in ``submissions`` (see :func:`collect`); write, under
+    ``course``, ``grades.csv`` (a row per student and exercise), ``totals.csv`` (a row per
+    student), ``lms.csv`` (a grade book import, Canvas's columns), and
+    ``feedback/<student>/ch<N>/<notebook>.html``; return the rows of ``grades.csv``.
+
+    Each notebook is scored by :mod:`tools.judge` (each submission in its own sandbox);
+    ``jobs`` notebooks at a time, which changes how long it takes, not the grades; each of a
+    student's cells may run ``cell_seconds`` in the sandbox (they define functions and
+    predictions; the experiments run outside)."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number, at least 1, got {jobs!r}")
+    submissions = Path(submissions)
+    if not submissions.is_dir():
+        raise ValueError(f"submissions must be a folder, got {submissions}")
+    course = Path(course).resolve()
+    books = chapter_notebooks(chapter, root)
+    if section is not None:
+        chosen = [p for p in books if p.stem == section or p.name == section or p.stem.split("_")[0] == section]
+        if not chosen:
+            raise ValueError(f"section must be one of chapter {chapter}'s notebooks "
+                             f"({', '.join(p.stem for p in books)}), got {section!r}")
+        books = chosen
+    exercises = {p.name: find_exercises(nbformat.read(p, as_version=4)) for p in books}
+    found = collect(submissions, set(exercises))
+    seed = class_seed(course)
+    if (course / "feedback").exists():
+        shutil.rmtree(course / "feedback")
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(book: Path) -> dict:
+        who = {s: files[book.name] for s, files in found.items() if book.name in files}
+        return _score(book, who, course / "judge" / book.stem, seed, cell_seconds) if who else {}
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        scored = dict(zip([b.name for b in books], pool.map(one, books)))
     rows = []
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        for student in sorted(review):
-            try:
-                submission = None if student in failed else gradebook.find_submission(assignment, student)
-            except MissingEntry:
-                submission = None
-            if submission is None:  # nbgrader could not grade it at all: no points, and a note saying why
-                why = failed.get(student, "could not be graded (see nbgrader's log), so no points; look at it")
-                rows += [Row(student, name, ex.label, 0.0, float(ex.points), "; ".join([*review[student], why]))
-                         for name, exs in sorted(exercises.items()) for ex in exs]
-                continue
-            for notebook in sorted(submission.notebooks, key=lambda n: n.name):
-                for grade in sorted(notebook.grades, key=lambda g: g.name):
-                    notes = [n for n in review[student] if n.startswith(f"{notebook.name}.ipynb")]
-                    rows.append(Row(student, notebook.name, grade.name, float(grade.score or 0.0),
-                                    float(grade.max_score), "; ".join(notes)))
+    for student in sorted(found):
+        for name, exs in exercises.items():
+            outcomes = scored[name].get(student, {})
+            for ex in exs:
+                outcome = outcomes.get(ex.label)
+                notes = ["not submitted"] if outcome is None else list(outcome.get("notes", []))
+                points = 0.0 if outcome is None else round(float(outcome["score"]) * ex.points, 2)
+                rows.append(Row(student, Path(name).stem, ex.label, points, float(ex.points), "; ".join(notes)))
+            if outcomes:
+                path = course / "feedback" / student / f"ch{chapter}" / f"{Path(name).stem}.html"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(_feedback_html(student, Path(name).stem, exs, outcomes), encoding="utf-8")
+    _write_tables(course, rows, f"Chapter {chapter}" + (f", {books[0].stem}" if section else ""))
     return rows
 
 
-def grade(submissions: Path, chapter: int, course: Path = OUT, *, timeout: int = TIMEOUT,
-          root: Path = ROOT) -> list[Row]:
-    """Grade every student's notebooks of ``chapter`` in ``submissions``; write ``grades.csv``
-    and the feedback under ``course``; return the rows of ``grades.csv``. ``root``: the book
-    (a folder with ``_toc.yml``)."""
-    submissions = Path(submissions)
-    if not submissions.is_dir():
-        raise ValueError(f"submissions must be a folder of student folders, got {submissions}")
-    course = Path(course).resolve()
-    for stale in ("autograded", "feedback"):  # the gradebook is kept: nbgrader overwrites its grades
-        if (course / stale).exists():
-            shutil.rmtree(course / stale)
-    assignment = prepare(chapter, course, timeout=timeout, root=root)
-    exercises = {p.stem: find_exercises(nbformat.read(p, as_version=4)) for p in chapter_notebooks(chapter, root)}
-    review = _collect(submissions, course, assignment, {f"{name}.ipynb" for name in exercises})
-    # One run for the class; a student whose notebook nbgrader cannot grade at all (the kernel
-    # died) has no submission in the gradebook afterwards, and _rows says so.
-    failed = _failures(_nbgrader(course, "autograde", assignment, "--create", "--force", check=False))
-    _nbgrader(course, "generate_feedback", assignment, "--force")
-    rows = _rows(course, assignment, review, exercises, failed)
+def _write_tables(course: Path, rows: list[Row], assignment: str) -> None:
     with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "notebook", "exercise", "points", "max_points", "review"])
         writer.writerows([r.student, r.notebook, r.exercise, f"{r.points:g}", f"{r.max_points:g}", r.review]
                          for r in rows)
-    return rows
+    totals: dict[str, list[float]] = {}
+    for r in rows:
+        total = totals.setdefault(r.student, [0.0, 0.0])
+        total[0] += r.points
+        total[1] += r.max_points
+    with open(course / "totals.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "points", "max_points"])
+        writer.writerows([s, f"{p:g}", f"{m:g}"] for s, (p, m) in totals.items())
+    most = max((m for _, m in totals.values()), default=0.0)
+    with open(course / "lms.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{assignment} ({most:g} points)"])
+        writer.writerows([s, "", "", s, "", f"{p:g}"] for s, (p, _) in totals.items())
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    g = commands.add_parser("grade", help="grade a folder of student folders")
+    g = commands.add_parser("grade", help="grade a folder of submissions")
     g.add_argument("submissions", type=Path)
     g.add_argument("--chapter", type=int, required=True)
-    g.add_argument("--out", type=Path, default=OUT, help=f"the nbgrader course (default {OUT.relative_to(ROOT)})")
-    g.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds a cell may run (default %(default)s)")
+    g.add_argument("--section", help="grade one notebook of the chapter (its file name or number, e.g. 04)")
+    g.add_argument("--out", type=Path, default=OUT, help=f"the course folder (default {OUT.relative_to(ROOT)})")
+    g.add_argument("--jobs", type=int, default=2, help="notebooks scored at once (default %(default)s)")
     r = commands.add_parser("release", help="write a chapter's notebooks as handed out")
     r.add_argument("out_dir", type=Path)
     r.add_argument("--chapter", type=int, required=True)
@@ -365,15 +423,10 @@ def main(argv=None) -> None:
         files = release(args.chapter, args.out_dir)
         print(f"wrote {len(files)} notebooks to {args.out_dir}")
         return
-    rows = grade(args.submissions, args.chapter, args.out, timeout=args.timeout)
-    totals: dict[str, list[float]] = {}
-    for row in rows:
-        total = totals.setdefault(row.student, [0.0, 0.0])
-        total[0] += row.points
-        total[1] += row.max_points
-    for student, (points, most) in totals.items():
-        print(f"{student}: {points:g} / {most:g}")
-    print(f"grades: {args.out / 'grades.csv'}; feedback: {args.out / 'feedback'}")
+    grade(args.submissions, args.chapter, args.out, section=args.section, jobs=args.jobs)
+    print((args.out / "totals.csv").read_text(encoding="utf-8"), end="")
+    print(f"grades: {args.out / 'grades.csv'}; grade book import: {args.out / 'lms.csv'}; "
+          f"feedback: {args.out / 'feedback'}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,170 @@
+"""The judge's parts (tools/judge): the data a sandbox answers in, the key-free helpers, and
+how a student's cells become what the sandbox runs. The whole, a class graded in sandboxes,
+is tests/test_classroom.py's."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import shutil
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from tools.judge import keyfree, scorer, wire
+
+
+def test_the_wire_carries_numbers_arrays_and_containers_and_nothing_else():
+    value = {0.1: [1, 2.5, None, "a"], "t": torch.arange(3.0), "a": np.eye(2, dtype=np.float32), 3: (True, np.int64(4)),
+             "nan": float("nan")}
+    back = wire.decode(json.loads(json.dumps(wire.encode(value))))
+    assert back[0.1] == [1, 2.5, None, "a"] and back[3] == (True, 4) and np.isnan(back["nan"])
+    assert torch.equal(back["t"], torch.arange(3.0)) and back["a"].dtype == np.float32
+    odd = wire.decode(wire.encode(object()))
+    assert isinstance(odd, wire.Unreadable) and odd != odd and type(odd).__name__ == "object"
+    assert isinstance(wire.decode(wire.encode(np.array([object()]))), wire.Unreadable)
+
+
+@pytest.mark.parametrize("doc", [
+    {"pickle": "x"}, [1, 2], {"list": 3}, {"dict": [[{"list": []}, 1]]},
+    {"array": "not base64!"}, {"float": "1e400"}, {"a": 1, "b": 2},
+])
+def test_the_wire_refuses_what_is_not_its_format(doc):
+    with pytest.raises(wire.WireError):
+        wire.decode(doc)
+
+
+def test_the_wire_never_unpickles_an_array():
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    import base64
+
+    with pytest.raises(wire.WireError, match="not an array"):
+        wire.decode({"array": base64.b64encode(buffer.getvalue()).decode()})
+    deep = 0
+    for _ in range(wire.MAX_DEPTH + 2):
+        deep = {"list": [deep]}
+    with pytest.raises(wire.WireError, match="deeper"):
+        wire.decode(deep)
+
+
+def test_a_message_longer_than_the_limit_is_refused(monkeypatch):
+    monkeypatch.setattr(wire, "MAX_BYTES", 100)
+    with pytest.raises(wire.WireError, match="longer"):
+        wire.write_message(io.BytesIO(), "x" * 200)
+    frame = io.BytesIO(wire._HEADER.pack(10_000) + b"{}")
+    with pytest.raises(wire.WireError, match="longer"):
+        wire.read_message(frame)
+    stream = io.BytesIO()
+    wire.write_message(stream, {"ok": [1]})
+    stream.seek(0)
+    assert wire.read_message(stream) == {"ok": [1]}
+
+
+def test_the_keys_of_a_checker_are_its_off_limits_functions():
+    import helpers.grading as grading
+    from helpers.measure.backprop import backprop_by_hand
+    from helpers.models.transformer import apply_deepnorm_, deepnorm_constants
+
+    assert backprop_by_hand in keyfree.references(grading.check_residual_backprop)
+    keys = set(keyfree.references(grading.check_deepnorm))
+    assert {inspect.unwrap(apply_deepnorm_), inspect.unwrap(deepnorm_constants)} <= keys
+    assert "layer_norm" in keyfree.library_names(keyfree.references(grading.check_layer_norm))
+    with pytest.raises(TypeError, match="checker must be a function"):
+        keyfree.references(3)
+
+
+def test_the_key_free_helpers_has_no_checkers_and_its_keys_raise(tmp_path):
+    import helpers.grading as grading
+
+    refs = [f for name in grading.__all__ if name.startswith("check_")
+            for f in keyfree.references(getattr(grading, name))]
+    lib = keyfree.build(refs, tmp_path)
+    assert not (lib / "helpers" / "grading").exists()
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "import helpers.measure.backprop as b, helpers.measure.gradients as g, helpers.models.transformer as t\n"
+            "import numpy as np\n"
+            "for f, args in ((b.backprop_by_hand, (None,) * 6), (g.per_layer_factor, (np.ones(3),)),"
+            " (t.deepnorm_constants, (4,))):\n"
+            "    try:\n        f(*args)\n    except RuntimeError as e:\n        print(e)\n")
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code, str(lib)], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout.splitlines()
+    assert out[:3] == [keyfree.MESSAGE.format(name=n) for n in ("backprop_by_hand", "per_layer_factor",
+                                                                  "deepnorm_constants")]
+
+
+def test_a_key_its_module_does_not_define_is_an_error(tmp_path):
+    package = tmp_path / "pkg" / "helpers"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "measure.py").write_text("def other():\n    return 1\n")
+
+    def ghost():
+        pass
+
+    ghost.__module__, ghost.__qualname__ = "helpers.measure", "ghost"
+    with pytest.raises(ValueError, match="does not define"):
+        keyfree.build([ghost], tmp_path / "out", package)
+
+
+def test_a_students_cells_are_read_without_running_them(tmp_path):
+    assert scorer.defined_names("import os\ndef f(x):\n    return x\nmy_a, (my_b, c) = 1, (2, 3)\nclass K: pass") \
+        == ["f", "my_a", "my_b", "c", "K"]
+    assert scorer.defined_names("def (") == []
+    marker = tmp_path / "ran"
+    source = (f"import pathlib\npathlib.Path({str(marker)!r}).write_text('top')\n"
+              f"@print\ndef f(x=pathlib.Path({str(marker)!r}).write_text('default')) -> print('annotation'):\n"
+              "    return x + 1\n")
+    fn = scorer.shadow(source, "<cell ex.0>", "f")
+    assert not marker.exists(), "compiling the student's function ran some of their code"
+    assert fn.__name__ == "f" and fn.__code__.co_firstlineno == 4 and fn(1) == 2
+    assert "return x + 1" in inspect.getsource(fn)
+
+
+def test_a_books_cell_gives_the_sandbox_its_imports_definitions_and_constants():
+    source = "%matplotlib inline\nimport numpy as np\nSEED = 0\nruns = train(SEED)\ndef f():\n    return runs\n"
+    kept = scorer.setup_source(source)
+    assert "import numpy as np" in kept and "SEED = 0" in kept and "def f" in kept and "train" not in kept
+    assert scorer.setup_source("train()") == "" and scorer.setup_source("def (") == ""
+
+
+def test_hidden_cases_are_seeded_by_class_and_exercise():
+    assert scorer.hidden_seed(1, "ex-a") == scorer.hidden_seed(1, "ex-a")
+    assert len({scorer.hidden_seed(1, "ex-a"), scorer.hidden_seed(2, "ex-a"), scorer.hidden_seed(1, "ex-b")}) == 3
+    import helpers.grading.chapter1 as chapter1
+
+    with scorer.seeded_hidden_cases(7):
+        first = chapter1._rng().random()
+    with scorer.seeded_hidden_cases(7):
+        assert chapter1._rng().random() == first
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_sandbox_sees_no_book_and_no_network_and_answers_as_data(tmp_path):
+    from tools.judge.sandbox import Sandbox, SandboxError
+
+    lib = keyfree.build([], tmp_path)
+    with Sandbox(lib) as box:
+        setup = box.ask({"op": "setup", "seconds": 5, "cells": [("<cell e.0>", (
+            "import os, socket\n"
+            "def look():\n    return sorted(os.listdir('/'))\n"
+            "def net():\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n"
+            "def same(a):\n    a += 1\n    return a\n"
+            "def evil():\n    import pickle\n    return pickle.dumps(1)\n"))]}, 60)
+        assert setup == {"errors": {}}
+        seen = wire.decode(box.ask({"op": "call", "name": "look", "args": (), "kwargs": {}, "time_limit": 5},
+                                   30)["result"]["value"])
+        assert "work" not in seen and "home" not in seen and "judge" in seen
+        raised = box.ask({"op": "call", "name": "net", "args": (), "kwargs": {}, "time_limit": 5}, 30)["raised"]
+        assert raised["type"] in {"OSError", "TimeoutError", "gaierror"} and raised["where"]["line"] == 5
+        answer = box.ask({"op": "call", "name": "same", "args": (np.zeros(2),), "kwargs": {}, "time_limit": 5}, 30)
+        assert answer["result"] == {"arg": 0} and wire.decode(answer["args"][0]["value"]).tolist() == [1, 1]
+        pickled = box.ask({"op": "call", "name": "evil", "args": (), "kwargs": {}, "time_limit": 5}, 30)
+        assert isinstance(wire.decode(pickled["result"]["value"]), wire.Unreadable), "bytes are not data"
+    with pytest.raises(SandboxError, match="stopped"):
+        box.ask({"op": "values", "names": []}, 5)
