@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.classroom import collect, find_exercises, grade, graded_notebook
+from tools.classroom import collect, find_exercises, grade, graded_notebook, write_predictions
 from tools.toc import ROOT, toc_notebooks
 
 NOTEBOOKS = toc_notebooks(ROOT)
@@ -42,6 +42,7 @@ def _tiny_book(root: Path) -> Path:
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/ch1/index\nchapters:\n  - file: book/ch1/01_tiny\n")
     (root / "book" / "ch1" / "index.md").write_text("# Tiny\n")
     nb = nbformat.v4.new_notebook(cells=[
+        new_md("# A tiny section"),
         new_code("import math\n\nimport numpy as np\n\nimport helpers"),
         new_md(_exercise("ex-factor", "Fit the factor", 2)), new_code(FACTOR),
         *_solution("ex-factor", FACTOR_SOLVED),
@@ -225,3 +226,44 @@ def test_a_class_is_graded_in_sandboxes_and_no_strategy_games_it(tmp_path):
     # A regrade draws the same hidden cases: the same grades.
     grade(submissions, 1, course, root=root, cell_seconds=5)
     assert (course / "grades.csv").read_text(encoding="utf-8") == grades
+
+
+@pytest.mark.slow
+@pytest.mark.coursework
+def test_predictions_are_graded_from_the_hand_in_made_before_the_measurement(tmp_path):
+    root = tmp_path / "book"
+    _tiny_book(root)
+    [early] = write_predictions(1, tmp_path / "predictions", root=root)
+    assert early.name == "01_tiny_predictions.ipynb"
+    text = "".join(c.source for c in nbformat.read(early, as_version=4).cells)
+    assert GUESS in text and "Predict a half" in text and "Your reasoning" in text
+    assert "measured" not in text and "my_per_layer_factor" not in text, "only the predictions, nothing measured"
+    assert "{exercise}" not in text, "the exercise's text is plain markdown, as JupyterLab shows it"
+
+    from tools.classroom import release
+
+    course = tmp_path / "course"
+    handed_out = nbformat.read(release(1, tmp_path / "release", course, root=root)[0], as_version=4)
+    submissions, first = tmp_path / "submissions", tmp_path / "first"
+    # ada predicted 0.5 beforehand and kept it; bo predicted 0.9, then wrote 0.5 after seeing
+    # the measurement; cy handed in no prediction.
+    for name, before, after in (("ada", "0.5", "0.5"), ("bo", "0.9", "0.5"), ("cy", None, "0.5")):
+        _submission(handed_out, submissions / name, factor=FACTOR_SOLVED, guess=f"my_guess = {after}")
+        if before is not None:
+            nb = nbformat.read(early, as_version=4)
+            for cell in nb.cells:
+                if cell.source == GUESS:
+                    cell.source = f"my_guess = {before}"
+                elif cell.source.startswith("**Your reasoning**") and name == "ada":
+                    cell.source += "A factor of a half per layer, so half."
+            (first / name).mkdir(parents=True)
+            nbformat.write(nb, first / name / early.name)
+    grade(submissions, 1, course, root=root, cell_seconds=5, predictions=first)
+    with open(course / "grades.csv", newline="", encoding="utf-8") as f:
+        table = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+    assert [float(table[n, "ex-guess"]["points"]) for n in ("ada", "bo", "cy")] == [1, 0, 0]
+    assert [float(table[n, "ex-factor"]["points"]) for n in ("ada", "bo", "cy")] == [2, 2, 2]
+    assert "not handed in" in table["cy", "ex-guess"]["review"]
+    assert "no reasoning" in table["bo", "ex-guess"]["review"] and not table["ada", "ex-guess"]["review"]
+    feedback = (course / "feedback" / "ada" / "ch1" / "01_tiny.html").read_text(encoding="utf-8")
+    assert "A factor of a half per layer" in feedback

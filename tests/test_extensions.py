@@ -8,6 +8,9 @@ import course_a11y
 import course_explorers
 import course_icons
 import course_pages
+import nbformat
+
+from tools.toc import ROOT
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
 
@@ -61,3 +64,23 @@ def test_bibliography_entries_are_items_of_their_list():
     body = '<div role="list" class="citation-list">\n<div class="citation" id="id1" role="doc-biblioentry">x</div>'
     fixed = course_a11y.list_entries(body)
     assert 'role="listitem"' in fixed and "doc-biblioentry" not in fixed and 'role="list"' in fixed
+
+
+def test_the_syllabus_counts_each_sections_workload_and_links_from_the_notebooks():
+    import course_syllabus
+
+    from tools.classroom import find_exercises
+    from tools.toc import toc_notebooks
+
+    rows = course_syllabus.sections(ROOT)
+    paths = toc_notebooks(ROOT)
+    assert [r["path"] for r in rows] == paths
+    for row in rows:
+        exercises = find_exercises(nbformat.read(row["path"], as_version=4))
+        assert row["exercise_minutes"] == sum(e.minutes for e in exercises) > 0
+        assert row["points"] == sum(e.points for e in exercises) and 2 < row["reading_minutes"] < 60
+        assert all(j < row["index"] for j in row["builds_on"]) and all(j > row["index"] for j in row["linked_from"])
+    by_name = {r["path"].name: r for r in rows}
+    # ch1/02 links to ch1/01 ("the experiment of the previous section"), so 01 is linked from 02
+    first, second = by_name["01_degradation.ipynb"], by_name["02_learning_rates.ipynb"]
+    assert first["index"] in second["builds_on"] and second["index"] in first["linked_from"]

@@ -1,7 +1,8 @@
 """Grade a class: the book's exercises, scored the way programming judges do.
 
     python -m tools.classroom grade SUBMISSIONS --chapter 1 [--section 04]   # or: make grade ...
-    python -m tools.classroom release --chapter 1                            # the notebooks to hand out
+    python -m tools.classroom release OUT --chapter 1                        # the notebooks to hand out
+    python -m tools.classroom predictions OUT --chapter 1                    # the first hand-in: predictions
 
 ``SUBMISSIONS`` holds one folder per student, named by the student's id, with that
 student's notebooks in it (at any depth), or a learning-management system's flat download,
@@ -236,6 +237,61 @@ def release(chapter: int, out_dir: Path, course: Path = OUT, *, root: Path = ROO
     return written
 
 
+PREDICTIONS_SUFFIX = "_predictions.ipynb"
+PREDICTIONS_INTRO = (
+    "# Predictions: {title}\n\n"
+    "Hand this in **before** you run or read this section's measurements. For each exercise, write "
+    "your prediction in its cell (the value only; nothing here is checked yet) and a line of "
+    "reasoning below it. Your instructor grades these predictions against the section's "
+    "measurement; the section's own notebook, handed in later, is graded for everything else.")
+
+
+def predictions_notebook(nb: nbformat.NotebookNode, title: str, plain=None) -> nbformat.NotebookNode | None:
+    """The first hand-in of a section: its prediction exercises (the text, the cell to fill
+    in and a cell for the reasoning), nothing measured; ``None`` for a section without one.
+    ``plain(text)`` turns the exercise's MyST into the markdown JupyterLab shows."""
+    from tools.judge.scorer import REASONING_PROMPT, is_prediction
+
+    plain = plain or (lambda text: text)
+    cells = [nbformat.v4.new_markdown_cell(PREDICTIONS_INTRO.format(title=title))]
+    for ex in find_exercises(nb):
+        if not is_prediction(nb, ex):
+            continue
+        text = next(c.source for c in reversed(nb.cells[:ex.starters[0]]) if c.cell_type == "markdown")
+        cells.append(nbformat.v4.new_markdown_cell(plain(text)))
+        cells += [nbformat.v4.new_code_cell(nb.cells[j].source) for j in ex.starters]
+        cells.append(nbformat.v4.new_markdown_cell(REASONING_PROMPT + "\n\n"))
+        end = nbformat.v4.new_markdown_cell(f"*(The end of {ex.title!r}: leave this cell as it is.)*")
+        end.metadata["nbgrader"] = {"schema_version": 3, "solution": False, "locked": True, "grade": False,
+                                    "grade_id": ex.label}
+        cells.append(end)
+    if len(cells) == 1:
+        return None
+    out = nbformat.v4.new_notebook(cells=cells)
+    out.metadata.update({k: v for k, v in nb.metadata.items() if k in ("kernelspec", "language_info")})
+    return out
+
+
+def write_predictions(chapter: int, out_dir: Path, root: Path = ROOT) -> list[Path]:
+    """Write the predictions hand-in of each section of ``chapter`` that asks for one
+    (``<section>_predictions.ipynb``) into ``out_dir``; return their paths."""
+    from tools.student import book_markdown, glued_numbers
+    from tools.toc import page_title
+
+    plain = book_markdown(glued_numbers(root, strict=False), root,
+                          missing=lambda notebook, name: "(measured on the page)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in chapter_notebooks(chapter, root):
+        nb = predictions_notebook(nbformat.read(path, as_version=4), page_title(path),
+                                  lambda text, here=path.name: plain(text, here, {}))
+        if nb is not None:
+            written.append(out_dir / (path.stem + PREDICTIONS_SUFFIX))
+            nbformat.write(nb, written[-1])
+    return written
+
+
 def _notebook_of(filename: str, names: set[str]) -> str | None:
     """The section notebook a submitted file is: its own name, or its name at the end of a
     name an LMS made (``smithjane_1234_5678_04_vanishing_gradients.ipynb``, ``… -1.ipynb``)."""
@@ -295,7 +351,7 @@ def class_seed(course: Path) -> int:
     return seed
 
 
-def _score(book: Path, students: dict[str, Path], work: Path, seed: int, cell_seconds: float) -> dict:
+def _score(book: Path, students: dict[str, dict], work: Path, seed: int, cell_seconds: float) -> dict:
     """Score one notebook for the class in a fresh process (:mod:`tools.judge.scorer`)."""
     import helpers.grading as grading
     from tools.judge import keyfree
@@ -307,7 +363,8 @@ def _score(book: Path, students: dict[str, Path], work: Path, seed: int, cell_se
         module = importlib.import_module(f"helpers.grading.{call[1]}") if call and call[1] else grading
         refs += keyfree.references(getattr(module, call[2])) if call else []
     lib = keyfree.build(refs, work / "lib")
-    (work / "submissions.json").write_text(json.dumps({k: str(v) for k, v in students.items()}), encoding="utf-8")
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "submissions.json").write_text(json.dumps(students), encoding="utf-8")
     env = mode_environment("grading")  # seed 0, no progress bars (helpers.environment)
     result = subprocess.run([sys.executable, "-m", "tools.judge.scorer", str(book), str(work / "submissions.json"),
                              str(work / "results.json"), "--seed", str(seed), "--lib", str(lib),
@@ -330,7 +387,7 @@ def _feedback_html(student: str, notebook: str, exercises: list[Exercise], outco
 
 
 def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str | None = None,
-          root: Path = ROOT, jobs: int = 2, cell_seconds: float = 30.0) -> list[Row]:
+          root: Path = ROOT, jobs: int = 2, cell_seconds: float = 30.0, predictions: Path | None = None) -> list[Row]:
     """Grade every student's notebooks of ``chapter`` (or only its notebook ``section``, a
     file name or its leading number) in ``submissions`` (see :func:`collect`); write, under
     ``course``, ``grades.csv`` (a row per student and exercise), ``totals.csv`` (a row per
@@ -340,7 +397,11 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
     Each notebook is scored by :mod:`tools.judge` (each submission in its own sandbox);
     ``jobs`` notebooks at a time, which changes how long it takes, not the grades; each of a
     student's cells may run ``cell_seconds`` in the sandbox (they define functions and
-    predictions; the experiments run outside)."""
+    predictions; the experiments run outside).
+
+    ``predictions``: a folder of the first hand-ins (:func:`write_predictions`, collected as
+    ``submissions`` are); then every prediction is read from there, made before the
+    measurement could be seen, and a student who handed none in gets no points for it."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a whole number, at least 1, got {jobs!r}")
     submissions = Path(submissions)
@@ -356,13 +417,23 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
         books = chosen
     exercises = {p.name: find_exercises(nbformat.read(p, as_version=4)) for p in books}
     found = collect(submissions, set(exercises))
+    early = None if predictions is None else collect(predictions, {p.stem + PREDICTIONS_SUFFIX for p in books})
+    for student in early or {}:
+        found.setdefault(student, {})
     seed = class_seed(course)
     if (course / "feedback").exists():
         shutil.rmtree(course / "feedback")
     from concurrent.futures import ThreadPoolExecutor
 
     def one(book: Path) -> dict:
-        who = {s: files[book.name] for s, files in found.items() if book.name in files}
+        who = {}
+        for student, files in found.items():
+            handed = {"notebook": str(files[book.name]) if book.name in files else None}
+            if early is not None:
+                guess = early.get(student, {}).get(book.stem + PREDICTIONS_SUFFIX)
+                handed["predictions"] = str(guess) if guess else None
+            if any(handed.values()):
+                who[student] = handed
         return _score(book, who, course / "judge" / book.stem, seed, cell_seconds) if who else {}
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -415,6 +486,10 @@ def main(argv=None) -> None:
     g.add_argument("--section", help="grade one notebook of the chapter (its file name or number, e.g. 04)")
     g.add_argument("--out", type=Path, default=OUT, help=f"the course folder (default {OUT.relative_to(ROOT)})")
     g.add_argument("--jobs", type=int, default=2, help="notebooks scored at once (default %(default)s)")
+    g.add_argument("--predictions", type=Path, help="the first hand-ins (predictions made before the measurement)")
+    w = commands.add_parser("predictions", help="write a chapter's predictions hand-ins (before the measurement)")
+    w.add_argument("out_dir", type=Path)
+    w.add_argument("--chapter", type=int, required=True)
     r = commands.add_parser("release", help="write a chapter's notebooks as handed out")
     r.add_argument("out_dir", type=Path)
     r.add_argument("--chapter", type=int, required=True)
@@ -423,7 +498,12 @@ def main(argv=None) -> None:
         files = release(args.chapter, args.out_dir)
         print(f"wrote {len(files)} notebooks to {args.out_dir}")
         return
-    grade(args.submissions, args.chapter, args.out, section=args.section, jobs=args.jobs)
+    if args.command == "predictions":
+        files = write_predictions(args.chapter, args.out_dir)
+        print(f"wrote {len(files)} predictions hand-ins to {args.out_dir}")
+        return
+    grade(args.submissions, args.chapter, args.out, section=args.section, jobs=args.jobs,
+          predictions=args.predictions)
     print((args.out / "totals.csv").read_text(encoding="utf-8"), end="")
     print(f"grades: {args.out / 'grades.csv'}; grade book import: {args.out / 'lms.csv'}; "
           f"feedback: {args.out / 'feedback'}")

@@ -4,7 +4,7 @@ book's own checker, against that student's sandbox.
 
     python -m tools.judge.scorer BOOK_NOTEBOOK SUBMISSIONS.json RESULTS.json --seed N
 
-``SUBMISSIONS.json`` maps each student to their notebook; ``RESULTS.json`` gets, for each
+``SUBMISSIONS.json`` maps each student to their hand-ins (:func:`score`); ``RESULTS.json`` gets, for each
 student and exercise, the score (0 to 1), the checker's feedback lines and notes for review.
 
 How a student's answer reaches the checker:
@@ -59,6 +59,7 @@ GRADING_MODULES = ("helpers.grading", "helpers.grading.predictions", "helpers.gr
                    "helpers.grading.chapter1", "helpers.grading.chapter2", "helpers.grading.chapter3",
                    "helpers.grading.chapter4", "helpers.grading.chapter5")
 _IDENT = re.compile(r"^[A-Za-z_]\w{0,79}$")
+REASONING_PROMPT = "**Your reasoning** (a line or two, before you see any measurement):"
 
 
 def hidden_seed(class_seed: int, label: str) -> int:
@@ -402,22 +403,63 @@ def _outside_solutions(nb) -> list[int]:
     return kept
 
 
-def _starters(nb, label: str) -> list[str] | None:
-    """A submitted notebook's cells of exercise ``label``: the code cells after its exercise
-    cell and before its checker (found by its grade id); ``None`` when either is missing."""
+def _bounds(nb, label: str) -> tuple[int, int] | None:
+    """Where exercise ``label``'s cells lie in a handed-in notebook: after the last cell before
+    its end cell that nbgrader marked (a read-only cell, or the previous exercise's end), up to
+    its end cell (the checker, or a predictions hand-in's closing cell), found by its grade id.
+    The exercise's text may be plain markdown (the student edition's), so the id is the anchor."""
+    def grade_id(cell):
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
     cells = nb.cells
-    start = next((i for i, c in enumerate(cells) if c.cell_type == "markdown" and f":label: {label}" in c.source), None)
-    stop = next((i for i, c in enumerate(cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == label),
-                None)
-    if start is None or stop is None or stop < start:
+    stop = next((i for i, c in enumerate(cells) if grade_id(c) == label), None)
+    if stop is None:
         return None
-    return [c.source for c in cells[start + 1:stop] if c.cell_type == "code"
+    start = max((i for i in range(stop) if grade_id(cells[i])), default=-1)
+    return start, stop
+
+
+def _starters(nb, label: str) -> list[str] | None:
+    """A handed-in notebook's cells of exercise ``label``: its code cells that nbgrader did not
+    lock, between the bounds of :func:`_bounds`; ``None`` when its end cell is missing."""
+    bounds = _bounds(nb, label)
+    if bounds is None:
+        return None
+    return [c.source for c in nb.cells[bounds[0] + 1:bounds[1]] if c.cell_type == "code"
             and not c.get("metadata", {}).get("nbgrader", {}).get("locked")]
 
 
-def score(book: Path, submissions: dict[str, Path], *, class_seed: int, lib: Path,
+def _read(path, what: str):
+    """A submitted notebook, or ``None`` and why not."""
+    if not path:
+        return None, f"{what}: not handed in"
+    try:
+        return nbformat.read(path, as_version=4), ""
+    except Exception as err:
+        return None, f"{what} could not be read ({type(err).__name__})"
+
+
+def is_prediction(nb, ex) -> bool:
+    """Whether exercise ``ex`` of the book's ``nb`` asks for a prediction: its cells define no function."""
+    return not any(re.search(r"^\s*def\s", nb.cells[j].source, re.M) for j in ex.starters)
+
+
+def reasoning(nb, label: str) -> str:
+    """The student's line of reasoning for prediction ``label`` in a predictions hand-in: the
+    markdown cell that starts with :data:`REASONING_PROMPT`, within the exercise's bounds."""
+    bounds = _bounds(nb, label)
+    if bounds is None:
+        return ""
+    text = " ".join(c.source.replace(REASONING_PROMPT, "").strip() for c in nb.cells[bounds[0] + 1:bounds[1]]
+                    if c.cell_type == "markdown" and c.source.startswith(REASONING_PROMPT))
+    return " ".join(text.split())[:1000]
+
+
+def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Path,
           cell_seconds: float = CELL_SECONDS) -> dict:
-    """Run ``book`` once and score each student's notebook in ``submissions`` (see the module)."""
+    """Run ``book`` once and score each student's hand-in in ``submissions``: ``{student:
+    {"notebook": path, "predictions": path}}`` (a path may be ``None``; without the
+    ``predictions`` key, predictions are read from the notebook itself). See the module."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from helpers.grading import base
@@ -425,6 +467,7 @@ def score(book: Path, submissions: dict[str, Path], *, class_seed: int, lib: Pat
 
     nb = nbformat.read(book, as_version=4)
     exercises = find_exercises(nb)
+    reasons: dict[tuple[str, str], str] = {}
     by_checker = {ex.checker: ex for ex in exercises}
     names = {ex.label: [n for j in ex.starters for n in defined_names(nb.cells[j].source)] for ex in exercises}
     all_names = [n for ex in exercises for n in names[ex.label]]
@@ -434,24 +477,28 @@ def score(book: Path, submissions: dict[str, Path], *, class_seed: int, lib: Pat
              if c.cell_type == "code" and i not in own and i in kept}
     setup = {name: source for name, source in setup.items() if source}
     students, results, flagged = {}, {}, _flag_patterns(nb, exercises)
-    for who, path in sorted(submissions.items()):
+    for who, handed in sorted(submissions.items()):
         results[who] = {}
-        try:
-            theirs = nbformat.read(path, as_version=4)
-        except Exception as err:
-            why = f"the notebook could not be read ({type(err).__name__})"
-            results[who] = {ex.label: {"score": 0.0, "lines": [why], "notes": ["not a notebook"]} for ex in exercises}
-            continue
+        own_nb, why_not = _read(handed.get("notebook"), "the notebook")
+        early = "predictions" in handed
+        guess_nb, guess_why = _read(handed.get("predictions"), "the predictions handed in before the measurement") \
+            if early else (None, "")
         cells, notes = dict(setup), []
         for ex in exercises:
-            own = _starters(theirs, ex.label)
+            from_guesses = early and is_prediction(nb, ex)
+            theirs, why = (guess_nb, guess_why) if from_guesses else (own_nb, why_not)
+            own = None if theirs is None else _starters(theirs, ex.label)
             if own is None:
-                results[who][ex.label] = {"score": 0.0, "lines": ["this exercise's cells are not in the notebook"],
-                                          "notes": ["exercise missing"]}
+                why = why or "this exercise's cells are not in the notebook"
+                results[who][ex.label] = {"score": 0.0, "lines": [why], "notes": [why]}
                 continue
             for k, source in enumerate(own):
                 cells[cell_name(ex.label, k)] = source
                 notes += [f"{ex.label}: {why}" for why in flagged(ex.label, source)]
+            if from_guesses:
+                reason = reasoning(theirs, ex.label)
+                notes += [] if reason else [f"{ex.label}: no reasoning given with the prediction"]
+                reasons[who, ex.label] = reason
         students[who] = Student(who, cells, lib, notes=notes, cell_seconds=cell_seconds)
     shell = InteractiveShell.instance()
     shell.display_pub.publish = lambda *a, **k: None
@@ -476,6 +523,9 @@ def score(book: Path, submissions: dict[str, Path], *, class_seed: int, lib: Pat
     finally:
         for student in students.values():
             student.close()
+    for (who, label), reason in reasons.items():
+        if label in results[who]:
+            results[who][label]["lines"].insert(0, f"Your reasoning, handed in before the measurement: {reason}")
     for who, student in students.items():
         for label in results[who]:
             results[who][label].setdefault("notes", [])
@@ -574,7 +624,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lib", type=Path, required=True)
     parser.add_argument("--cell-seconds", type=float, default=CELL_SECONDS)
     args = parser.parse_args(argv)
-    submissions = {k: Path(v) for k, v in json.loads(args.submissions.read_text()).items()}
+    submissions = json.loads(args.submissions.read_text())
     results = score(args.book, submissions, class_seed=args.seed, lib=args.lib, cell_seconds=args.cell_seconds)
     args.results.write_text(json.dumps(results, indent=1, default=str))
 
