@@ -26,7 +26,7 @@ PYTEST := $(BIN)/python -m pytest -ra
 # e.g. PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu": PyTorch's CPU build on Linux
 PIP_ARGS ?=
 
-.PHONY: site release site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student grade lab lab-source serve clean
+.PHONY: site release site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-install lint benchmark pdf student predictions grade lab lab-source serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -91,9 +91,14 @@ student: $(STAMP)     ## the student edition: student-edition/residual-course-st
 	$(BIN)/python -m tools.execute
 	$(BIN)/python -m tools.student student-edition
 
-grade: $(STAMP)       ## grade SUBMISSIONS=folder for CHAPTER=N [SECTION=04], each in a sandbox (bubblewrap): _build/classroom/grades.csv
-	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N [SECTION=04]"; exit 2; }
-	$(BIN)/python -m tools.classroom grade "$(SUBMISSIONS)" --chapter $(CHAPTER) $(if $(SECTION),--section $(SECTION))
+predictions: $(STAMP) ## CHAPTER=N's first hand-in, its predictions before the measurement: _build/classroom/predictions/chN
+	@test -n "$(CHAPTER)" || { echo "usage: make predictions CHAPTER=N"; exit 2; }
+	$(BIN)/python -m tools.classroom predictions _build/classroom/predictions/ch$(CHAPTER) --chapter $(CHAPTER)
+
+grade: $(STAMP)       ## grade SUBMISSIONS=folder for CHAPTER=N [SECTION=04] [PREDICTIONS=folder], in sandboxes: _build/classroom/grades.csv
+	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N [SECTION=04] [PREDICTIONS=folder]"; exit 2; }
+	$(BIN)/python -m tools.classroom grade "$(SUBMISSIONS)" --chapter $(CHAPTER) $(if $(SECTION),--section $(SECTION)) \
+	  $(if $(PREDICTIONS),--predictions "$(PREDICTIONS)")
 
 lab: $(STAMP)         ## the learner's copy in JupyterLab: _build/lab, plain markdown, numbers from the last run (make site fills them)
 	$(BIN)/python -m tools.lab_copy _build/lab

@@ -34,3 +34,44 @@ def test_a_set_hub_binder_and_colab_each_launch_the_pages_notebook_and_the_repos
     assert f"{BINDER}/v2/gh/someone/residual-course/main?urlpath=lab/tree/book/ch1/page.ipynb" in links, links
     assert f"{COLAB}/github/someone/residual-course/blob/main/book/ch1/page.ipynb" in links, links
     assert REPO in links, "the repository, linked from the page's header"
+
+
+def test_the_install_cell_installs_helpers_only_where_it_is_missing(tmp_path):
+    """tools/launch.py's first cell, for Colab and hubs without the course: written once
+    after the title, removed again, its `%pip` line a real IPython magic, and a no-op here."""
+    import shutil
+
+    import nbformat
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from tools import launch
+    from tools.toc import ROOT
+
+    source = launch.install_source("https://github.com/someone/residual-course", "main")
+    code = TransformerManager().transform_cell(source)
+    assert ("get_ipython().run_line_magic('pip', 'install --quiet \"residual-course-helpers @ "
+            "git+https://github.com/someone/residual-course@main\"')") in code
+    calls = []
+
+    class Shell:
+        def run_line_magic(self, *args):
+            calls.append(args)
+
+    exec(code, {"get_ipython": Shell})  # helpers is installed here: nothing to do
+    assert calls == []
+    exec(code.replace('find_spec("helpers")', 'find_spec("no_such_course_package")'), {"get_ipython": Shell})
+    assert calls == [("pip", 'install --quiet "residual-course-helpers @ git+https://github.com/someone/residual-course@main"')]
+
+    path = tmp_path / "nb.ipynb"
+    shutil.copyfile(ROOT / "book" / "ch1" / "01_degradation.ipynb", path)
+    original = nbformat.read(path, as_version=4)
+    once = launch.set_install_cell(launch.set_install_cell(original, source), source)
+    tagged = [i for i, c in enumerate(once.cells) if launch.TAG in c.metadata.get("tags", [])]
+    assert tagged == [1] and once.cells[0].source.startswith("# ") and "remove-cell" in once.cells[1].metadata.tags
+    back = launch.set_install_cell(once, None)
+    assert [c.source for c in back.cells] == [c.source for c in original.cells]
+    for bad in ("http://github.com/a/b", "github.com/a/b", "https://github.com/a/b; rm -rf /", ""):
+        with pytest.raises(ValueError, match="url must be"):
+            launch.install_source(bad)
+    with pytest.raises(ValueError, match="branch must be"):
+        launch.install_source("https://github.com/a/b", "main\"; echo")
