@@ -116,7 +116,8 @@ STUDENTS = {  # id: (what they submit, the points expected for ex-factor and ex-
         return 0.7""")), (0, 0)),
     "s-flood": (dict(factor="print('x' * 10**8)\n" + _fn("return 'y' * 10**8")), (0, 0)),
     "s-loop": (dict(factor=_fn("while True:\n    pass"), guess="while True:\n    pass"), (0, 0)),
-    "s-raises": (dict(factor="1 / 0\n" + FACTOR_SOLVED, guess="raise SystemExit"), (0, 0)),
+    # a line that raises is reported, and the definitions after it still count
+    "s-raises": (dict(factor="1 / 0\n" + FACTOR_SOLVED, guess="raise SystemExit"), (2, 0)),
     # a later cell that kills its sandbox costs its own exercise only
     "s-crash": (dict(factor=FACTOR_SOLVED, guess="import os\nos._exit(1)"), (2, 0)),
     "s-forged": (dict(edit=_forge), (0, 0)),
@@ -267,3 +268,40 @@ def test_predictions_are_graded_from_the_hand_in_made_before_the_measurement(tmp
     assert "no reasoning" in table["bo", "ex-guess"]["review"] and not table["ada", "ex-guess"]["review"]
     feedback = (course / "feedback" / "ada" / "ch1" / "01_tiny.html").read_text(encoding="utf-8")
     assert "A factor of a half per layer" in feedback
+
+
+def _handed_in(nb: nbformat.NotebookNode, solved: bool) -> nbformat.NotebookNode:
+    """The handed-out notebook, its exercises answered with the book's solutions (or untouched)."""
+    released = graded_notebook(nb)
+    for ex in find_exercises(nb):
+        start = max(k for k in range(ex.checker) if nb.cells[k].cell_type == "markdown"
+                    and "{solution-start}" in nb.cells[k].source)
+        solution = "\n\n".join(c.source for c in nb.cells[start:ex.checker] if c.cell_type == "code")
+        ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in released.cells]
+        stop = ids.index(ex.label)
+        first = max(k for k in range(stop) if ids[k]) + 1
+        starters = [k for k in range(first, stop) if released.cells[k].cell_type == "code"]
+        if solved:
+            released.cells[starters[0]].source = solution
+            for k in starters[1:]:
+                released.cells[k].source = ""
+    return released
+
+
+@pytest.mark.slow
+@pytest.mark.coursework
+@pytest.mark.parametrize("chapter", sorted({int(p.parent.name[2:]) for p in NOTEBOOKS}))
+def test_every_exercise_of_a_chapter_gives_the_books_solution_full_marks_in_the_sandbox(chapter, tmp_path):
+    """The judge against the whole chapter: each exercise's hidden solution, handed in as a
+    student's answer, earns every point; the untouched edition earns none."""
+    from tools.classroom import chapter_notebooks
+
+    for path in chapter_notebooks(chapter):
+        nb = nbformat.read(path, as_version=4)
+        for who, solved in (("solved", True), ("untouched", False)):
+            (tmp_path / "class" / who).mkdir(parents=True, exist_ok=True)
+            nbformat.write(_handed_in(nb, solved), tmp_path / "class" / who / path.name)
+    rows = grade(tmp_path / "class", chapter, tmp_path / "course")
+    wrong = [r for r in rows if r.points != (r.max_points if r.student == "solved" else 0)]
+    assert not wrong, wrong
+    assert {r.student for r in rows} == {"solved", "untouched"}

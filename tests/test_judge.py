@@ -168,3 +168,33 @@ def test_a_sandbox_sees_no_book_and_no_network_and_answers_as_data(tmp_path):
         assert isinstance(wire.decode(pickled["result"]["value"]), wire.Unreadable), "bytes are not data"
     with pytest.raises(SandboxError, match="stopped"):
         box.ask({"op": "values", "names": []}, 5)
+
+
+def test_what_a_call_left_in_its_arguments_is_written_back_into_the_checkers_copies():
+    """The sandbox sends each argument back as the student's call left it; models come back
+    as their parameters and number attributes, lists of models element by element, and
+    nothing that is not data replaces what the checker holds."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(scorer.Path(scorer.__file__).parent))
+    import worker  # tools/judge/worker.py, as the sandbox runs it
+
+    layers = [torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)]
+    mine = [torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)]
+    with torch.no_grad():
+        for layer in layers:
+            layer.weight.mul_(2)
+    layers[1].alpha = 3.0
+    mine[1].alpha = 1.0
+    state = json.loads(json.dumps(worker._state(layers, wire, torch)))
+    scorer._write_back(mine, state)
+    assert all(torch.equal(a.weight, b.weight) for a, b in zip(layers, mine)) and mine[1].alpha == 3.0
+    assert all(isinstance(m, torch.nn.Linear) for m in mine), "a list of models stays a list of models"
+
+    array, table = np.zeros(3), {"a": [1, 2], "b": 0.5}
+    scorer._write_back(array, json.loads(json.dumps(worker._state(np.arange(3.0), wire, torch))))
+    scorer._write_back(table, json.loads(json.dumps(worker._state({"a": [1, 2, 3]}, wire, torch))))
+    assert array.tolist() == [0, 1, 2] and table == {"a": [1, 2, 3]}
+    odd = [1, 2]
+    scorer._write_back(odd, {"items": [{"value": {"unreadable": "generator"}}, {"value": 5}]})
+    assert odd == [1, 5], "an element the grader cannot read is left as the checker had it"

@@ -170,9 +170,19 @@ def _exception(raised: dict) -> BaseException:
     return type(safe, (Exception,), {})(message)
 
 
-def _write_back(target, state: dict) -> None:
+def _has_unreadable(value) -> bool:
+    if isinstance(value, wire.Unreadable):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_unreadable(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_unreadable(v) for v in value.values())
+    return False
+
+
+def _write_back(target, state: dict, depth: int = 0) -> None:
     """Make the checker's copy of an argument what the student's call left in the sandbox."""
-    if not isinstance(state, dict):
+    if not isinstance(state, dict) or depth > 4:
         return
     if "module" in state and isinstance(target, torch.nn.Module):
         values = wire.decode(state["module"])
@@ -190,6 +200,35 @@ def _write_back(target, state: dict) -> None:
                     and isinstance(value, (bool, int, float)):
                 setattr(module, attr, value)
         return
+    if "items" in state and isinstance(target, (list, tuple)) and isinstance(state["items"], list):
+        items = state["items"]
+        if isinstance(target, list) and len(items) != len(target) and not any("module" in i for i in items
+                                                                              if isinstance(i, dict)):
+            value = [wire.decode(i["value"]) for i in items if isinstance(i, dict) and "value" in i]
+            if len(value) == len(items) and not _has_unreadable(value):
+                target[:] = value
+            return
+        for element, item in zip(target, items):
+            _write_back(element, item, depth + 1)
+        if isinstance(target, list):
+            for k, item in enumerate(items[:len(target)]):
+                if isinstance(item, dict) and "value" in item and not isinstance(target[k], (torch.Tensor, np.ndarray)):
+                    value = wire.decode(item["value"])
+                    if not _has_unreadable(value):
+                        target[k] = value
+        return
+    if "entries" in state and isinstance(target, dict) and isinstance(state["entries"], list):
+        entries = {k: v for k, v in state["entries"] if isinstance(k, str)}
+        for key in [k for k in target if k not in entries]:
+            del target[key]
+        for key, item in entries.items():
+            if key in target and (isinstance(target[key], (torch.nn.Module, torch.Tensor, np.ndarray, list, dict))):
+                _write_back(target[key], item, depth + 1)
+            elif isinstance(item, dict) and "value" in item:
+                value = wire.decode(item["value"])
+                if not _has_unreadable(value):
+                    target[key] = value
+        return
     if "value" not in state:
         return
     value = wire.decode(state["value"])
@@ -199,11 +238,6 @@ def _write_back(target, state: dict) -> None:
                 target.copy_(value.to(target.dtype))
         elif isinstance(target, np.ndarray) and isinstance(value, np.ndarray) and value.shape == target.shape:
             target[...] = value
-        elif isinstance(target, list) and isinstance(value, list):
-            target[:] = value
-        elif isinstance(target, dict) and isinstance(value, dict):
-            target.clear()
-            target.update(value)
 
 
 @dataclass

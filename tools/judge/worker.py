@@ -10,7 +10,9 @@ prints reaches the grader or a feedback file.
 Requests (dicts, ``op`` says which):
 
 * ``setup``: ``cells``, a list of ``(name, source)``; each runs in one shared namespace, on
-  its own and for at most ``seconds``, so that one that raises or hangs leaves the others run.
+  its own and for at most ``seconds``, so that one that raises or hangs leaves the others run;
+  within a cell, statement by statement (a line that raises leaves the later definitions made;
+  the first error is reported; ``SystemExit`` ends the cell).
   Answers ``{"errors": {name: text}}``.
 * ``values``: ``names``; answers each name's value as data, ``{"function": true}`` for a
   callable, ``{"missing": true}`` when the cells did not define it.
@@ -23,6 +25,7 @@ This file imports only the standard library, NumPy and PyTorch before the studen
 
 from __future__ import annotations
 
+import ast
 import os
 import pickle
 import re
@@ -83,8 +86,9 @@ def _raised(err: BaseException) -> dict:
             "exit": isinstance(err, SystemExit), "not_implemented": isinstance(err, NotImplementedError)}
 
 
-def _state(value, wire, torch):
-    """An argument after the call: a model as its parameters, buffers and number attributes."""
+def _state(value, wire, torch, depth: int = 0):
+    """An argument after the call: a model as its parameters, buffers and number attributes;
+    a list, tuple or dict element by element (so a list of models comes back as models)."""
     if isinstance(value, torch.nn.Module):
         numbers = {}
         for prefix, module in value.named_modules():
@@ -92,6 +96,10 @@ def _state(value, wire, torch):
                 if not key.startswith("_") and key != "training" and isinstance(attr, (bool, int, float)):
                     numbers[f"{prefix}.{key}" if prefix else key] = attr
         return {"module": wire.encode({k: v for k, v in value.state_dict().items()}), "numbers": wire.encode(numbers)}
+    if depth < 4 and isinstance(value, (list, tuple)):
+        return {"items": [_state(v, wire, torch, depth + 1) for v in value]}
+    if depth < 4 and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"entries": [[k, _state(v, wire, torch, depth + 1)] for k, v in value.items()]}
     return {"value": wire.encode(value)}
 
 
@@ -136,17 +144,29 @@ def _run_cells(ns: dict, cells, seconds: float) -> dict:
     signal.signal(signal.SIGALRM, _alarm)
     for name, source in cells:
         source = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
+        try:
+            statements = ast.parse(source, name).body
+        except SyntaxError as err:
+            errors[name] = _raised(err)
+            continue
         signal.setitimer(signal.ITIMER_REAL, seconds, 0.25)
         try:
             try:
-                exec(compile(source, name, "exec"), ns)  # noqa: S102 (the student's own code, in its sandbox)
+                for statement in statements:  # one at a time: a line that fails leaves the later ones run
+                    try:
+                        code = compile(ast.Module([statement], []), name, "exec")
+                        exec(code, ns)  # noqa: S102 (the student's own code, in its sandbox)
+                    except (_Timeout, SystemExit):
+                        raise
+                    except BaseException as err:
+                        errors.setdefault(name, _raised(err))
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except _Timeout:
             errors[name] = {"type": "TimeoutError", "message": f"the cell took longer than {seconds:g} s",
                             "where": None, "exit": False, "not_implemented": False}
         except BaseException as err:
-            errors[name] = _raised(err)
+            errors.setdefault(name, _raised(err))
     return errors
 
 
