@@ -9,12 +9,13 @@ import io
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from tools.judge import keyfree, scorer, wire
+from tools.judge import cells, keyfree, proxy, scorer, wire
 
 
 def test_the_wire_carries_numbers_arrays_and_containers_and_nothing_else():
@@ -113,14 +114,14 @@ def test_a_key_its_module_does_not_define_is_an_error(tmp_path):
 
 
 def test_a_students_cells_are_read_without_running_them(tmp_path):
-    assert scorer.defined_names("import os\ndef f(x):\n    return x\nmy_a, (my_b, c) = 1, (2, 3)\nclass K: pass") \
+    assert cells.defined_names("import os\ndef f(x):\n    return x\nmy_a, (my_b, c) = 1, (2, 3)\nclass K: pass") \
         == ["f", "my_a", "my_b", "c", "K"]
-    assert scorer.defined_names("def (") == []
+    assert cells.defined_names("def (") == []
     marker = tmp_path / "ran"
     source = (f"import pathlib\npathlib.Path({str(marker)!r}).write_text('top')\n"
               f"@print\ndef f(x=pathlib.Path({str(marker)!r}).write_text('default')) -> print('annotation'):\n"
               "    return x + 1\n")
-    fn = scorer.shadow(source, "<cell ex.0>", "f")
+    fn = proxy.shadow(source, "<cell ex.0>", "f")
     assert not marker.exists(), "compiling the student's function ran some of their code"
     assert fn.__name__ == "f" and fn.__code__.co_firstlineno == 4 and fn(1) == 2
     assert "return x + 1" in inspect.getsource(fn)
@@ -128,9 +129,9 @@ def test_a_students_cells_are_read_without_running_them(tmp_path):
 
 def test_a_books_cell_gives_the_sandbox_its_imports_definitions_and_constants():
     source = "%matplotlib inline\nimport numpy as np\nSEED = 0\nruns = train(SEED)\ndef f():\n    return runs\n"
-    kept = scorer.setup_source(source)
+    kept = cells.setup_source(source)
     assert "import numpy as np" in kept and "SEED = 0" in kept and "def f" in kept and "train" not in kept
-    assert scorer.setup_source("train()") == "" and scorer.setup_source("def (") == ""
+    assert cells.setup_source("train()") == "" and cells.setup_source("def (") == ""
 
 
 def test_hidden_cases_are_seeded_by_class_and_exercise():
@@ -176,7 +177,7 @@ def test_what_a_call_left_in_its_arguments_is_written_back_into_the_checkers_cop
     nothing that is not data replaces what the checker holds."""
     import sys as _sys
 
-    _sys.path.insert(0, str(scorer.Path(scorer.__file__).parent))
+    _sys.path.insert(0, str(Path(scorer.__file__).parent))
     import worker  # tools/judge/worker.py, as the sandbox runs it
 
     layers = [torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)]
@@ -187,14 +188,14 @@ def test_what_a_call_left_in_its_arguments_is_written_back_into_the_checkers_cop
     layers[1].alpha = 3.0
     mine[1].alpha = 1.0
     state = json.loads(json.dumps(worker._state(layers, wire, torch)))
-    scorer._write_back(mine, state)
+    proxy.write_back(mine, state)
     assert all(torch.equal(a.weight, b.weight) for a, b in zip(layers, mine)) and mine[1].alpha == 3.0
     assert all(isinstance(m, torch.nn.Linear) for m in mine), "a list of models stays a list of models"
 
     array, table = np.zeros(3), {"a": [1, 2], "b": 0.5}
-    scorer._write_back(array, json.loads(json.dumps(worker._state(np.arange(3.0), wire, torch))))
-    scorer._write_back(table, json.loads(json.dumps(worker._state({"a": [1, 2, 3]}, wire, torch))))
+    proxy.write_back(array, json.loads(json.dumps(worker._state(np.arange(3.0), wire, torch))))
+    proxy.write_back(table, json.loads(json.dumps(worker._state({"a": [1, 2, 3]}, wire, torch))))
     assert array.tolist() == [0, 1, 2] and table == {"a": [1, 2, 3]}
     odd = [1, 2]
-    scorer._write_back(odd, {"items": [{"value": {"unreadable": "generator"}}, {"value": 5}]})
+    proxy.write_back(odd, {"items": [{"value": {"unreadable": "generator"}}, {"value": 5}]})
     assert odd == [1, 5], "an element the grader cannot read is left as the checker had it"

@@ -250,7 +250,7 @@ def predictions_notebook(nb: nbformat.NotebookNode, title: str, plain=None) -> n
     """The first hand-in of a section: its prediction exercises (the text, the cell to fill
     in and a cell for the reasoning), nothing measured; ``None`` for a section without one.
     ``plain(text)`` turns the exercise's MyST into the markdown JupyterLab shows."""
-    from tools.judge.scorer import REASONING_PROMPT, is_prediction
+    from tools.judge.cells import REASONING_PROMPT, is_prediction
 
     plain = plain or (lambda text: text)
     cells = [nbformat.v4.new_markdown_cell(PREDICTIONS_INTRO.format(title=title))]

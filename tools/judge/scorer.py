@@ -9,7 +9,7 @@ student and exercise, the score (0 to 1), the checker's feedback lines and notes
 
 How a student's answer reaches the checker:
 
-* **a function** becomes a *proxy* (:class:`Proxy`): the checker calls it as it would the
+* **a function** becomes a *proxy* (:class:`tools.judge.proxy.Proxy`): the checker calls it as it would the
   student's function, the call goes to the sandbox with the case's arguments, and what comes
   back is data (:mod:`tools.judge.wire`): the result, and the arguments as the call left
   them, written back into the checker's copies, so "changed its argument in place" is seen.
@@ -33,14 +33,10 @@ measurement depends on the student's answer (chapter 5's gain) runs once per stu
 from __future__ import annotations
 
 import argparse
-import ast
-import builtins
 import contextlib
-import functools
 import hashlib
 import io
 import json
-import linecache
 import re
 import sys
 from dataclasses import dataclass, field
@@ -48,316 +44,30 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
-import torch
 
 from tools.judge import keyfree, wire
-from tools.judge.sandbox import Sandbox, SandboxError
+from tools.judge.cells import (
+    cell_name,
+    defined_names,
+    exercise_cells,
+    is_prediction,
+    outside_solutions,
+    read_hand_in,
+    reasoning,
+    setup_source,
+)
+from tools.judge.proxy import CELL_SECONDS, Proxy, Student
+from tools.judge.sandbox import SandboxError
 
-CELL_SECONDS = 30.0  # seconds one of a student's cells may run in the sandbox (they define, not train)
-CALL_BACKSTOP = 120.0  # seconds the sandbox's own clock allows a call (the checker's limit stops it first)
 GRADING_MODULES = ("helpers.grading", "helpers.grading.predictions", "helpers.grading.choices",
                    "helpers.grading.chapter1", "helpers.grading.chapter2", "helpers.grading.chapter3",
                    "helpers.grading.chapter4", "helpers.grading.chapter5")
 _IDENT = re.compile(r"^[A-Za-z_]\w{0,79}$")
-REASONING_PROMPT = "**Your reasoning** (a line or two, before you see any measurement):"
 
 
 def hidden_seed(class_seed: int, label: str) -> int:
     """The seed of an exercise's hidden cases in a class: fixed by both."""
     return int.from_bytes(hashlib.sha256(f"{class_seed}:{label}".encode()).digest()[:8], "big")
-
-
-def cell_name(label: str, k: int) -> str:
-    """The file name a student's k-th cell of exercise ``label`` runs under (here and in the sandbox)."""
-    return f"<cell {label}.{k}>"
-
-
-def defined_names(source: str) -> list[str]:
-    """The top-level names a cell defines: functions, classes and assigned variables."""
-    try:
-        tree = ast.parse(_plain(source))
-    except SyntaxError:
-        return []
-    names = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-    return list(dict.fromkeys(names))
-
-
-def _plain(source: str) -> str:
-    return "\n".join("" if re.match(r"^\s*[%!]", line) else line for line in source.splitlines())
-
-
-def setup_source(source: str) -> str:
-    """What a book's cell gives a student's sandbox: its imports, definitions and constants
-    (``SEED = 0``), not its experiments, so that a student's function finds the names the
-    notebook gave it; ``""`` when there is none."""
-    try:
-        body = ast.parse(_plain(source)).body
-    except SyntaxError:
-        return ""
-
-    def constant(node) -> bool:
-        return all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.UnaryOp, ast.USub, ast.Load))
-                   for n in ast.walk(node))
-
-    kept = [node for node in body if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef))
-            or (isinstance(node, ast.Assign) and constant(node.value))]
-    return ast.unparse(kept) if kept else ""
-
-
-def shadow(source: str, filename: str, name: str):
-    """The student's function ``name`` compiled from ``source`` without running any of it
-    (no decorators, defaults or annotations, which run at definition): its source and line
-    numbers are the student's, for the checker's "not implemented yet" and its messages."""
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    try:
-        tree = ast.parse(_plain(source))
-    except SyntaxError:
-        return None
-    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
-                None)
-    if node is None:
-        return None
-    node.decorator_list, node.returns = [], None
-    arguments = node.args
-    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
-        if arg is not None:
-            arg.annotation = None
-    arguments.defaults = [ast.Constant(None) for _ in arguments.defaults]
-    arguments.kw_defaults = [None if d is None else ast.Constant(None) for d in arguments.kw_defaults]
-    scope: dict = {}
-    exec(compile(ast.fix_missing_locations(ast.Module([node], [])), filename, "exec"), scope)  # noqa: S102 (a def only)
-    return scope[name]
-
-
-def _raise_at(err: BaseException, where: dict | None, cells: dict[str, str]):
-    """Raise ``err`` from the student's own line, as the sandbox reported it."""
-    if not where or where.get("cell") not in cells or not _IDENT.match(str(where.get("name", ""))):
-        raise err
-    line = where.get("line")
-    if not isinstance(line, int) or not 1 <= line <= len(cells[where["cell"]].splitlines()) + 1:
-        raise err
-    scope = {"_err": err}
-    code = "\n" * max(line - 2, 0) + f"def {where['name']}():\n" + (" raise _err" if line > 1 else "")
-    if line == 1:  # the def itself is line 1: raise from it
-        code = f"def {where['name']}(): raise _err"
-    exec(compile(code, where["cell"], "exec"), scope)  # noqa: S102 (our two lines)
-    scope[where["name"]]()
-
-
-class SandboxStopped(RuntimeError):
-    """The student's sandbox stopped while answering (it exited, crashed or ran out of memory)."""
-
-
-def _exception(raised: dict) -> BaseException:
-    name, message = str(raised.get("type", "Exception")), str(raised.get("message", ""))[:2000]
-    if raised.get("exit"):
-        return SystemExit(message)
-    if raised.get("not_implemented"):
-        return NotImplementedError(message)
-    cls = getattr(builtins, name, None)
-    if isinstance(cls, type) and issubclass(cls, Exception):
-        try:
-            return cls(message)
-        except Exception:
-            pass
-    safe = name if _IDENT.match(name) else "Exception"
-    return type(safe, (Exception,), {})(message)
-
-
-def _has_unreadable(value) -> bool:
-    if isinstance(value, wire.Unreadable):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_has_unreadable(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_unreadable(v) for v in value.values())
-    return False
-
-
-def _write_back(target, state: dict, depth: int = 0) -> None:
-    """Make the checker's copy of an argument what the student's call left in the sandbox."""
-    if not isinstance(state, dict) or depth > 4:
-        return
-    if "module" in state and isinstance(target, torch.nn.Module):
-        values = wire.decode(state["module"])
-        own = target.state_dict()
-        with torch.no_grad():
-            for key, value in values.items() if isinstance(values, dict) else ():
-                if key in own and isinstance(value, torch.Tensor) and value.shape == own[key].shape:
-                    own[key].copy_(value.to(own[key].dtype))
-        numbers = wire.decode(state.get("numbers", {"dict": []}))
-        modules = dict(target.named_modules())
-        for key, value in numbers.items() if isinstance(numbers, dict) else ():
-            prefix, _, attr = str(key).rpartition(".")
-            module = modules.get(prefix)
-            if module is not None and isinstance(vars(module).get(attr), (bool, int, float)) \
-                    and isinstance(value, (bool, int, float)):
-                setattr(module, attr, value)
-        return
-    if "items" in state and isinstance(target, (list, tuple)) and isinstance(state["items"], list):
-        items = state["items"]
-        if isinstance(target, list) and len(items) != len(target) and not any("module" in i for i in items
-                                                                              if isinstance(i, dict)):
-            value = [wire.decode(i["value"]) for i in items if isinstance(i, dict) and "value" in i]
-            if len(value) == len(items) and not _has_unreadable(value):
-                target[:] = value
-            return
-        for element, item in zip(target, items):
-            _write_back(element, item, depth + 1)
-        if isinstance(target, list):
-            for k, item in enumerate(items[:len(target)]):
-                if isinstance(item, dict) and "value" in item and not isinstance(target[k], (torch.Tensor, np.ndarray)):
-                    value = wire.decode(item["value"])
-                    if not _has_unreadable(value):
-                        target[k] = value
-        return
-    if "entries" in state and isinstance(target, dict) and isinstance(state["entries"], list):
-        entries = {k: v for k, v in state["entries"] if isinstance(k, str)}
-        for key in [k for k in target if k not in entries]:
-            del target[key]
-        for key, item in entries.items():
-            if key in target and (isinstance(target[key], (torch.nn.Module, torch.Tensor, np.ndarray, list, dict))):
-                _write_back(target[key], item, depth + 1)
-            elif isinstance(item, dict) and "value" in item:
-                value = wire.decode(item["value"])
-                if not _has_unreadable(value):
-                    target[key] = value
-        return
-    if "value" not in state:
-        return
-    value = wire.decode(state["value"])
-    with contextlib.suppress(Exception):
-        if isinstance(target, torch.Tensor) and isinstance(value, torch.Tensor) and value.shape == target.shape:
-            with torch.no_grad():
-                target.copy_(value.to(target.dtype))
-        elif isinstance(target, np.ndarray) and isinstance(value, np.ndarray) and value.shape == target.shape:
-            target[...] = value
-
-
-@dataclass
-class Student:
-    """One student's notebook and, while it is scored, their sandbox."""
-
-    name: str
-    cells: dict[str, str]  # cell name -> source: the setup cells, then their own
-    lib: Path
-    errors: dict[str, dict] = field(default_factory=dict)
-    values: dict[str, dict] = field(default_factory=dict)
-    sandbox: Sandbox | None = None
-    notes: list[str] = field(default_factory=list)
-    cell_seconds: float = CELL_SECONDS
-    alone: bool = False  # their cells together stopped the sandbox: each exercise's cells run on their own
-    label: str = ""  # the exercise whose cells the sandbox holds, when alone
-
-    def ready(self, names: list[str], label: str = "") -> Sandbox:
-        """The student's sandbox with their cells run (started again after a crash). When all
-        their cells together stop the sandbox (one calls ``os._exit``, say), each exercise
-        gets a sandbox of the notebook's setup and that exercise's cells only."""
-        fresh = self.sandbox is None or self.sandbox.process.poll() is not None
-        if not fresh and not (self.alone and label != self.label):
-            return self.sandbox
-        self.close()
-        if not self.alone:
-            try:
-                return self._start(self.cells, names)
-            except SandboxError:
-                self.close()
-                self.alone = True
-        self.label = label
-        own = {c: s for c, s in self.cells.items() if c.startswith("<cell setup.") or c.startswith(f"<cell {label}.")}
-        try:
-            return self._start(own, names)
-        except SandboxError:
-            self.close()
-            self.errors = {c: {"type": "SandboxStopped", "message": "this cell stopped the sandbox (it exited, "
-                               "crashed or ran out of memory)"} for c in own if not c.startswith("<cell setup.")}
-            self.values = {}
-            raise
-
-    def _start(self, cells: dict[str, str], names: list[str]) -> Sandbox:
-        self.sandbox = Sandbox(self.lib)
-        timeout = self.cell_seconds * len(cells) + 60
-        answer = self.sandbox.ask({"op": "setup", "cells": list(cells.items()), "seconds": self.cell_seconds}, timeout)
-        self.errors = answer.get("errors", {}) if isinstance(answer, dict) else {}
-        values = self.sandbox.ask({"op": "values", "names": names}, 30.0)
-        self.values = values if isinstance(values, dict) else {}
-        return self.sandbox
-
-    def close(self) -> None:
-        if self.sandbox is not None:
-            self.sandbox.close()
-            self.sandbox = None
-
-
-class Proxy:
-    """Stands in for a student's function: each call runs in the student's sandbox."""
-
-    def __init__(self, student: Student, name: str, names: list[str], label: str):
-        self.student, self.name, self.names, self.label = student, name, names, label
-
-    def function(self):
-        source = next((s for c, s in self.student.cells.items() if self.name in defined_names(s)), "")
-        filename = next((c for c, s in self.student.cells.items() if s == source), "<cell unknown>")
-        original = shadow(source, filename, self.name)
-
-        def call(*args, **kwargs):
-            return self(*args, **kwargs)
-
-        if original is not None:
-            functools.update_wrapper(call, original)
-        else:
-            call.__name__ = call.__qualname__ = self.name
-        return call
-
-    def _raise(self, err: BaseException):
-        """Raise ``err`` from the first line of the student's function (where no line is known)."""
-        for cell, source in self.student.cells.items():
-            match = re.search(rf"^def {re.escape(self.name)}\b", source, re.M)
-            if match:
-                line = source.count("\n", 0, match.start()) + 1
-                _raise_at(err, {"cell": cell, "line": line, "name": self.name}, self.student.cells)
-        raise err
-
-    def __call__(self, *args, **kwargs):
-        from helpers.grading.sandbox import CaseTimeout
-
-        request = {"op": "call", "name": self.name, "args": args, "kwargs": kwargs, "time_limit": CALL_BACKSTOP}
-        try:
-            sandbox = self.student.ready(self.names, self.label)
-            answer = sandbox.ask(request, CALL_BACKSTOP + 10)
-        except CaseTimeout as err:  # the checker's own time limit: the sandbox is stopped, a new one next time
-            self.student.close()
-            self._raise(CaseTimeout(err.seconds))
-        except (SandboxError, wire.WireError, OSError) as err:
-            self.student.close()
-            self._raise(CaseTimeout(CALL_BACKSTOP) if str(err) == "timeout" else SandboxStopped(str(err)))
-        if not isinstance(answer, dict):
-            raise SandboxStopped("it answered with something that is not data")
-        if answer.get("timeout"):
-            self.student.close()
-            self._raise(CaseTimeout(CALL_BACKSTOP))
-        if "missing" in answer:
-            raise NameError(f"name {self.name!r} is not defined (did its cell run without errors?)")
-        if "raised" in answer:
-            raised = answer["raised"] if isinstance(answer["raised"], dict) else {}
-            _raise_at(_exception(raised), raised.get("where"), self.student.cells)
-        if "unsendable" in answer:
-            return wire.unreadable("answer too large to receive")
-        for target, state in zip(args, answer.get("args", [])):
-            _write_back(target, state)
-        for key, state in (answer.get("kwargs") or {}).items():
-            if key in kwargs:
-                _write_back(kwargs[key], state)
-        result = answer.get("result", {})
-        if isinstance(result, dict) and isinstance(result.get("arg"), int) and 0 <= result["arg"] < len(args):
-            return args[result["arg"]]
-        return wire.decode(result.get("value")) if isinstance(result, dict) else None
 
 
 class Slot:
@@ -422,73 +132,6 @@ def seeded_hidden_cases(seed: int):
             module._rng = original
 
 
-def _outside_solutions(nb) -> list[int]:
-    """The indices of ``nb``'s cells outside its solutions (``{solution-start}`` to ``{solution-end}``)."""
-    from tools.classroom import END, START
-
-    kept, inside = [], False
-    for i, cell in enumerate(nb.cells):
-        opens = cell.cell_type == "markdown" and START in cell.source
-        inside = inside or opens
-        if not inside:
-            kept.append(i)
-        if cell.cell_type == "markdown" and END in cell.source:
-            inside = False
-    return kept
-
-
-def _bounds(nb, label: str) -> tuple[int, int] | None:
-    """Where exercise ``label``'s cells lie in a handed-in notebook: after the last cell before
-    its end cell that nbgrader marked (a read-only cell, or the previous exercise's end), up to
-    its end cell (the checker, or a predictions hand-in's closing cell), found by its grade id.
-    The exercise's text may be plain markdown (the student edition's), so the id is the anchor."""
-    def grade_id(cell):
-        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-    cells = nb.cells
-    stop = next((i for i, c in enumerate(cells) if grade_id(c) == label), None)
-    if stop is None:
-        return None
-    start = max((i for i in range(stop) if grade_id(cells[i])), default=-1)
-    return start, stop
-
-
-def _starters(nb, label: str) -> list[str] | None:
-    """A handed-in notebook's cells of exercise ``label``: its code cells that nbgrader did not
-    lock, between the bounds of :func:`_bounds`; ``None`` when its end cell is missing."""
-    bounds = _bounds(nb, label)
-    if bounds is None:
-        return None
-    return [c.source for c in nb.cells[bounds[0] + 1:bounds[1]] if c.cell_type == "code"
-            and not c.get("metadata", {}).get("nbgrader", {}).get("locked")]
-
-
-def _read(path, what: str):
-    """A submitted notebook, or ``None`` and why not."""
-    if not path:
-        return None, f"{what}: not handed in"
-    try:
-        return nbformat.read(path, as_version=4), ""
-    except Exception as err:
-        return None, f"{what} could not be read ({type(err).__name__})"
-
-
-def is_prediction(nb, ex) -> bool:
-    """Whether exercise ``ex`` of the book's ``nb`` asks for a prediction: its cells define no function."""
-    return not any(re.search(r"^\s*def\s", nb.cells[j].source, re.M) for j in ex.starters)
-
-
-def reasoning(nb, label: str) -> str:
-    """The student's line of reasoning for prediction ``label`` in a predictions hand-in: the
-    markdown cell that starts with :data:`REASONING_PROMPT`, within the exercise's bounds."""
-    bounds = _bounds(nb, label)
-    if bounds is None:
-        return ""
-    text = " ".join(c.source.replace(REASONING_PROMPT, "").strip() for c in nb.cells[bounds[0] + 1:bounds[1]]
-                    if c.cell_type == "markdown" and c.source.startswith(REASONING_PROMPT))
-    return " ".join(text.split())[:1000]
-
-
 def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Path,
           cell_seconds: float = CELL_SECONDS) -> dict:
     """Run ``book`` once and score each student's hand-in in ``submissions``: ``{student:
@@ -505,7 +148,7 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     by_checker = {ex.checker: ex for ex in exercises}
     names = {ex.label: [n for j in ex.starters for n in defined_names(nb.cells[j].source)] for ex in exercises}
     all_names = [n for ex in exercises for n in names[ex.label]]
-    kept = set(_outside_solutions(nb))
+    kept = set(outside_solutions(nb))
     own = {j for ex in exercises for j in (*ex.starters, ex.checker)}
     setup = {f"<cell setup.{i}>": setup_source(c.source) for i, c in enumerate(nb.cells)
              if c.cell_type == "code" and i not in own and i in kept}
@@ -513,15 +156,15 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     students, results, flagged = {}, {}, _flag_patterns(nb, exercises)
     for who, handed in sorted(submissions.items()):
         results[who] = {}
-        own_nb, why_not = _read(handed.get("notebook"), "the notebook")
+        own_nb, why_not = read_hand_in(handed.get("notebook"), "the notebook")
         early = "predictions" in handed
-        guess_nb, guess_why = _read(handed.get("predictions"), "the predictions handed in before the measurement") \
-            if early else (None, "")
+        guess_nb, guess_why = (read_hand_in(handed.get("predictions"), "the predictions handed in before the "
+                                            "measurement") if early else (None, ""))
         cells, notes = dict(setup), []
         for ex in exercises:
             from_guesses = early and is_prediction(nb, ex)
             theirs, why = (guess_nb, guess_why) if from_guesses else (own_nb, why_not)
-            own = None if theirs is None else _starters(theirs, ex.label)
+            own = None if theirs is None else exercise_cells(theirs, ex.label)
             if own is None:
                 why = why or "this exercise's cells are not in the notebook"
                 results[who][ex.label] = {"score": 0.0, "lines": [why], "notes": [why]}

@@ -1,0 +1,121 @@
+"""Reading a notebook's cells for the judge: what a student's cells define, what of the
+book's cells a sandbox needs, and where each exercise's cells lie in a hand-in."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import nbformat
+
+REASONING_PROMPT = "**Your reasoning** (a line or two, before you see any measurement):"
+
+
+def cell_name(label: str, k: int) -> str:
+    """The file name a student's k-th cell of exercise ``label`` runs under (here and in the sandbox)."""
+    return f"<cell {label}.{k}>"
+
+
+def defined_names(source: str) -> list[str]:
+    """The top-level names a cell defines: functions, classes and assigned variables."""
+    try:
+        tree = ast.parse(plain_source(source))
+    except SyntaxError:
+        return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return list(dict.fromkeys(names))
+
+
+def plain_source(source: str) -> str:
+    return "\n".join("" if re.match(r"^\s*[%!]", line) else line for line in source.splitlines())
+
+
+def setup_source(source: str) -> str:
+    """What a book's cell gives a student's sandbox: its imports, definitions and constants
+    (``SEED = 0``), not its experiments, so that a student's function finds the names the
+    notebook gave it; ``""`` when there is none."""
+    try:
+        body = ast.parse(plain_source(source)).body
+    except SyntaxError:
+        return ""
+
+    def constant(node) -> bool:
+        return all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.UnaryOp, ast.USub, ast.Load))
+                   for n in ast.walk(node))
+
+    kept = [node for node in body if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef))
+            or (isinstance(node, ast.Assign) and constant(node.value))]
+    return ast.unparse(kept) if kept else ""
+
+
+def outside_solutions(nb) -> list[int]:
+    """The indices of ``nb``'s cells outside its solutions (``{solution-start}`` to ``{solution-end}``)."""
+    from tools.classroom import END, START
+
+    kept, inside = [], False
+    for i, cell in enumerate(nb.cells):
+        opens = cell.cell_type == "markdown" and START in cell.source
+        inside = inside or opens
+        if not inside:
+            kept.append(i)
+        if cell.cell_type == "markdown" and END in cell.source:
+            inside = False
+    return kept
+
+
+def exercise_bounds(nb, label: str) -> tuple[int, int] | None:
+    """Where exercise ``label``'s cells lie in a handed-in notebook: after the last cell before
+    its end cell that nbgrader marked (a read-only cell, or the previous exercise's end), up to
+    its end cell (the checker, or a predictions hand-in's closing cell), found by its grade id.
+    The exercise's text may be plain markdown (the student edition's), so the id is the anchor."""
+    def grade_id(cell):
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+    cells = nb.cells
+    stop = next((i for i, c in enumerate(cells) if grade_id(c) == label), None)
+    if stop is None:
+        return None
+    start = max((i for i in range(stop) if grade_id(cells[i])), default=-1)
+    return start, stop
+
+
+def exercise_cells(nb, label: str) -> list[str] | None:
+    """A handed-in notebook's cells of exercise ``label``: its code cells that nbgrader did not
+    lock, between the bounds of :func:`exercise_bounds`; ``None`` when its end cell is missing."""
+    bounds = exercise_bounds(nb, label)
+    if bounds is None:
+        return None
+    return [c.source for c in nb.cells[bounds[0] + 1:bounds[1]] if c.cell_type == "code"
+            and not c.get("metadata", {}).get("nbgrader", {}).get("locked")]
+
+
+def read_hand_in(path, what: str):
+    """A submitted notebook, or ``None`` and why not."""
+    if not path:
+        return None, f"{what}: not handed in"
+    try:
+        return nbformat.read(path, as_version=4), ""
+    except Exception as err:
+        return None, f"{what} could not be read ({type(err).__name__})"
+
+
+def is_prediction(nb, ex) -> bool:
+    """Whether exercise ``ex`` of the book's ``nb`` asks for a prediction: its cells define no function."""
+    return not any(re.search(r"^\s*def\s", nb.cells[j].source, re.M) for j in ex.starters)
+
+
+def reasoning(nb, label: str) -> str:
+    """The student's line of reasoning for prediction ``label`` in a predictions hand-in: the
+    markdown cell that starts with :data:`REASONING_PROMPT`, within the exercise's bounds."""
+    bounds = exercise_bounds(nb, label)
+    if bounds is None:
+        return ""
+    text = " ".join(c.source.replace(REASONING_PROMPT, "").strip() for c in nb.cells[bounds[0] + 1:bounds[1]]
+                    if c.cell_type == "markdown" and c.source.startswith(REASONING_PROMPT))
+    return " ".join(text.split())[:1000]
