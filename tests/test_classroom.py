@@ -115,6 +115,10 @@ STUDENTS = {  # id: (what they submit, the points expected for ex-factor and ex-
         subprocess.Popen(["sh", "-c", "sleep 2; for f in $(find / -name grades.csv); do echo 9 > $f; done"])
         return 0.7""")), (0, 0)),
     "s-flood": (dict(factor="print('x' * 10**8)\n" + _fn("return 'y' * 10**8")), (0, 0)),
+    # a forged answer, nested past the parser's depth, on the sandbox's answer channel
+    "s-forge": (dict(factor="import os, struct, sys\nforged = b'[' * 200_000\n"
+                            "os.write(int(sys.argv[3]), struct.pack('!Q', len(forged)) + forged)\n" + FACTOR_SOLVED,
+                     guess="my_guess = 0.5"), (0, 1)),
     "s-loop": (dict(factor=_fn("while True:\n    pass"), guess="while True:\n    pass"), (0, 0)),
     # a line that raises is reported, and the definitions after it still count
     "s-raises": (dict(factor="1 / 0\n" + FACTOR_SOLVED, guess="raise SystemExit"), (2, 0)),

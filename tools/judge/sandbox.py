@@ -17,6 +17,7 @@ long. Anything the student prints goes to ``/dev/null``.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import resource
@@ -143,10 +144,8 @@ class Sandbox:
             raise SandboxError(f"the answer was longer than {wire.MAX_BYTES} bytes")
         body = self._read(length, deadline)
         try:
-            import json
-
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             self.close()
             raise SandboxError("the answer was not data") from None
 

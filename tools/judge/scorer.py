@@ -62,7 +62,6 @@ from tools.judge.sandbox import SandboxError
 GRADING_MODULES = ("helpers.grading", "helpers.grading.predictions", "helpers.grading.choices",
                    "helpers.grading.chapter1", "helpers.grading.chapter2", "helpers.grading.chapter3",
                    "helpers.grading.chapter4", "helpers.grading.chapter5")
-_IDENT = re.compile(r"^[A-Za-z_]\w{0,79}$")
 
 
 def hidden_seed(class_seed: int, label: str) -> int:
@@ -243,36 +242,45 @@ def _check(shell, source: str, ex, names: list[str], all_names: list[str], stude
         calls = recorder.calls
         for who, student in students.items():
             try:
-                student.ready(all_names, ex.label)
-                bound = _bind(student, names, all_names, ex.label)
-            except SandboxError:
-                bound = {n: None for n in names}
-            prefix = [f"your cell raised {str(e.get('type', 'an error'))[:80]}: {str(e.get('message', ''))[:300]}"
-                      for c, e in student.errors.items() if c.startswith(f"<cell {ex.label}.") and isinstance(e, dict)]
-            base.LATEST.clear()
-            with seeded_hidden_cases(seed):
-                if len(calls) == 1:
-                    checker, args, kwargs = calls[0]
-                    args = [bound[a.name] if isinstance(a, Slot) else a for a in args]
-                    kwargs = {k: bound[v.name] if isinstance(v, Slot) else v for k, v in kwargs.items()}
-                    try:
-                        checker(*args, **kwargs)
-                    except Exception as err:  # a checker's refusal of this answer: no points
-                        base.Feedback(ex.title, [f"the checker could not use this answer ({err})"], False)
-                else:
-                    ns.update(bound)
-                    shell.run_cell(source, store_history=False)
-            feedback = base.LATEST[0] if base.LATEST else None
-            if feedback is None:
-                out[who] = {"score": 0.0, "lines": [*prefix, "the checker gave no verdict"]}
-            else:
-                out[who] = {"score": float(feedback.score), "lines": [*prefix, *feedback.lines],
-                            "passed": bool(feedback.passed)}
+                out[who] = _check_one(shell, source, ex, names, all_names, student, calls, seed, base)
+            except Exception as err:  # a fault of the grader's with this answer: no points, and a person looks
+                why = f"the grader could not check this answer ({type(err).__name__}: {str(err)[:300]})"
+                out[who] = {"score": 0.0, "lines": [why], "notes": [why]}
     finally:
         for n in names:
             ns.pop(n, None)
         ns.update(saved)
     return out
+
+
+def _check_one(shell, source: str, ex, names: list[str], all_names: list[str], student: Student, calls: list,
+               seed: int, base) -> dict:
+    """One student's outcome at exercise ``ex``'s checker cell (see :func:`_check`)."""
+    ns = shell.user_ns
+    try:
+        student.ready(all_names, ex.label)
+        bound = _bind(student, names, all_names, ex.label)
+    except SandboxError:
+        bound = {n: None for n in names}
+    prefix = [f"your cell raised {str(e.get('type', 'an error'))[:80]}: {str(e.get('message', ''))[:300]}"
+              for c, e in student.errors.items() if c.startswith(f"<cell {ex.label}.") and isinstance(e, dict)]
+    base.LATEST.clear()
+    with seeded_hidden_cases(seed):
+        if len(calls) == 1:
+            checker, args, kwargs = calls[0]
+            args = [bound[a.name] if isinstance(a, Slot) else a for a in args]
+            kwargs = {k: bound[v.name] if isinstance(v, Slot) else v for k, v in kwargs.items()}
+            try:
+                checker(*args, **kwargs)
+            except Exception as err:  # a checker's refusal of this answer: no points
+                base.Feedback(ex.title, [f"the checker could not use this answer ({err})"], False)
+        else:
+            ns.update(bound)
+            shell.run_cell(source, store_history=False)
+    feedback = base.LATEST[0] if base.LATEST else None
+    if feedback is None:
+        return {"score": 0.0, "lines": [*prefix, "the checker gave no verdict"]}
+    return {"score": float(feedback.score), "lines": [*prefix, *feedback.lines], "passed": bool(feedback.passed)}
 
 
 def _bind(student: Student, names: list[str], all_names: list[str], label: str) -> dict:
