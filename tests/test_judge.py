@@ -199,3 +199,21 @@ def test_what_a_call_left_in_its_arguments_is_written_back_into_the_checkers_cop
     odd = [1, 2]
     proxy.write_back(odd, {"items": [{"value": {"unreadable": "generator"}}, {"value": 5}]})
     assert odd == [1, 5], "an element the grader cannot read is left as the checker had it"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_sandbox_cannot_start_more_than_its_share_of_processes(tmp_path):
+    from tools.judge.sandbox import MAX_PROCESSES, Sandbox, process_cap
+
+    group = process_cap()
+    if group is None:
+        pytest.skip("this machine does not let the grader make a pids cgroup")
+    group.rmdir()
+    lib = keyfree.build([], tmp_path)
+    bomb = ("import subprocess\nps = []\ntry:\n    for _ in range(4 * MAX):\n"
+            "        ps.append(subprocess.Popen(['sleep', '30']))\nexcept OSError:\n    pass\nn = len(ps)\n")
+    with Sandbox(lib) as box:
+        assert box.ask({"op": "setup", "seconds": 20, "cells": [("<cell e.0>", f"MAX = {MAX_PROCESSES}\n" + bomb)]},
+                       60) == {"errors": {}}
+        started = wire.decode(box.ask({"op": "values", "names": ["n"]}, 10)["n"]["value"])
+    assert 0 < started < MAX_PROCESSES
