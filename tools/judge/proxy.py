@@ -8,6 +8,7 @@ import ast
 import builtins
 import contextlib
 import functools
+import keyword
 import linecache
 import re
 from dataclasses import dataclass, field
@@ -52,7 +53,8 @@ def shadow(source: str, filename: str, name: str):
 
 def raise_at(err: BaseException, where: dict | None, cells: dict[str, str]):
     """Raise ``err`` from the student's own line, as the sandbox reported it."""
-    if not where or where.get("cell") not in cells or not _IDENT.match(str(where.get("name", ""))):
+    name = str((where or {}).get("name", ""))
+    if not where or where.get("cell") not in cells or not _IDENT.match(name) or keyword.iskeyword(name):
         raise err
     line = where.get("line")
     if not isinstance(line, int) or not 1 <= line <= len(cells[where["cell"]].splitlines()) + 1:
@@ -70,6 +72,8 @@ class SandboxStopped(RuntimeError):
 
 
 def mirrored_exception(raised: dict) -> BaseException:
+    """The exception the sandbox reported (its type's name and message, as data): the built-in
+    of that name where there is one, else a new ``Exception`` class so named."""
     name, message = str(raised.get("type", "Exception")), str(raised.get("message", ""))[:2000]
     if raised.get("exit"):
         return SystemExit(message)
