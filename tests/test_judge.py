@@ -217,3 +217,21 @@ def test_a_sandbox_cannot_start_more_than_its_share_of_processes(tmp_path):
                        60) == {"errors": {}}
         started = wire.decode(box.ask({"op": "values", "names": ["n"]}, 10)["n"]["value"])
     assert 0 < started < MAX_PROCESSES
+
+
+def test_only_the_cells_a_checker_reads_from_run_before_it():
+    sources = [
+        "import helpers\nimport numpy as np\nSEED = 0",            # 0: names everyone reads
+        "data = helpers.data.load(SEED)",                         # 1: read by the checker, through runs
+        "slow = helpers.train_everything(data)",                  # 2: nobody reads it
+        None,                                                     # 3: markdown
+        "runs = {}\nruns['a'] = helpers.train(data)",             # 4: defines runs
+        "runs.update(b=helpers.train(data))",                     # 5: changes runs
+        "helpers.seed(SEED)",                                     # 6: global state: always runs
+        "np.mean(slow)",                                          # 7: reads slow, writes nothing read later
+        "helpers.grading.check_x(runs['a'], my_guess)",           # 8: the checker
+    ]
+    assert cells.cells_needed(sources, [8]) == {0, 1, 4, 5, 6, 8}
+    reads, writes = cells.reads_and_writes("x[0] = y\nz.attr = 1\nnp.save(f, w)\nfor k in range(3):\n    pass")
+    assert {"x", "z", "k"} <= writes and "np" not in writes and {"y", "f", "w"} <= reads
+    assert cells.reads_and_writes("def (") == ({"*"}, {"*"})

@@ -8,6 +8,7 @@ import re
 
 import nbformat
 
+MODULES = frozenset({"helpers", "np", "numpy", "torch", "nn", "F", "plt", "math", "random", "matplotlib"})
 REASONING_PROMPT = "**Your reasoning** (a line or two, before you see any measurement):"
 
 
@@ -119,3 +120,52 @@ def reasoning(nb, label: str) -> str:
     text = " ".join(c.source.replace(REASONING_PROMPT, "").strip() for c in nb.cells[bounds[0] + 1:bounds[1]]
                     if c.cell_type == "markdown" and c.source.startswith(REASONING_PROMPT))
     return " ".join(text.split())[:1000]
+
+
+def reads_and_writes(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell reads and those it binds or may change, over-approximated: every
+    name it loads; every name it assigns, imports or defines at its top level, and every
+    name whose item or attribute it sets or whose method it calls (``runs.append(…)``; not
+    the course's modules, :data:`MODULES`, whose functions return results rather than
+    change the module). A cell that does not parse reads and writes everything (``{"*"}``)."""
+    try:
+        tree = ast.parse(plain_source(source))
+    except SyntaxError:
+        return {"*"}, {"*"}
+    reads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    def root(node):
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    writes = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            writes.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            writes |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            writes.add(root(node))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and root(node.func) not in MODULES:
+            writes.add(root(node.func))
+    return reads, writes - {None}
+
+
+def cells_needed(sources: list[str | None], targets: list[int]) -> set[int]:
+    """The code cells (indices into ``sources``, ``None`` for a markdown cell) that the cells
+    ``targets`` depend on, through the names they read (:func:`reads_and_writes`), with the
+    targets themselves and every cell that calls something named ``seed``, which sets a
+    global state no name shows."""
+    facts = [None if s is None else reads_and_writes(s) for s in sources]
+    needed = set(targets) | {i for i, s in enumerate(sources) if s is not None and re.search(r"\bseed\w*\(", s)}
+    for target in sorted(set(targets)):
+        names = set(facts[target][0])
+        for i in range(target - 1, -1, -1):
+            if facts[i] is None:
+                continue
+            reads, writes = facts[i]
+            if "*" in writes or writes & names or "*" in names:
+                needed.add(i)
+                names |= reads
+    return needed

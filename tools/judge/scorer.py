@@ -24,6 +24,8 @@ class's seed and the exercise's label (:func:`hidden_seed`), so a regrade gives 
 grades. Each exercise is scored on its own: a cell of the student's that raises, or a
 sandbox that dies, costs that exercise only.
 
+Of the book's cells, only those the checker cells need run (:func:`tools.judge.cells.cells_needed`:
+the cells that define, or change, the names they read, and every cell that seeds).
 A checker cell that measures something runs once with placeholders (:class:`Slot`); if its
 checker call received them as arguments, that call is repeated for each student with the
 student's answer in their place, and the measurement is not repeated. A cell whose
@@ -48,6 +50,7 @@ import numpy as np
 from tools.judge import keyfree, wire
 from tools.judge.cells import (
     cell_name,
+    cells_needed,
     defined_names,
     exercise_cells,
     is_prediction,
@@ -179,9 +182,10 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     shell = InteractiveShell.instance()
     shell.display_pub.publish = lambda *a, **k: None
     quiet = io.StringIO()
+    needed = cells_needed([c.source if c.cell_type == "code" else None for c in nb.cells], list(by_checker))
     try:
         for i, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
+            if cell.cell_type != "code" or i not in needed:
                 continue
             if i in by_checker:
                 ex = by_checker[i]
