@@ -155,11 +155,12 @@ def reads_and_writes(source: str) -> tuple[set[str], set[str]]:
 def cells_needed(sources: list[str | None], targets: list[int]) -> set[int]:
     """The code cells (indices into ``sources``, ``None`` for a markdown cell) that the cells
     ``targets`` depend on, through the names they read (:func:`reads_and_writes`), with the
-    targets themselves and every cell that calls something named ``seed``, which sets a
-    global state no name shows."""
+    targets themselves and every cell that calls a function named ``seed`` (which sets a
+    global state no name shows), with what those depend on."""
     facts = [None if s is None else reads_and_writes(s) for s in sources]
-    needed = set(targets) | {i for i, s in enumerate(sources) if s is not None and re.search(r"\bseed\w*\(", s)}
-    for target in sorted(set(targets)):
+    seeding = {i for i, s in enumerate(sources) if s is not None and re.search(r"\bseed\(", s)}
+    needed = set(targets) | seeding
+    for target in sorted(set(targets) | seeding):
         names = set(facts[target][0])
         for i in range(target - 1, -1, -1):
             if facts[i] is None:
