@@ -56,7 +56,7 @@ def test_a_message_longer_than_the_limit_is_refused(monkeypatch):
     monkeypatch.setattr(wire, "MAX_BYTES", 100)
     with pytest.raises(wire.WireError, match="longer"):
         wire.write_message(io.BytesIO(), "x" * 200)
-    frame = io.BytesIO(wire._HEADER.pack(10_000) + b"{}")
+    frame = io.BytesIO(wire.HEADER.pack(10_000) + b"{}")
     with pytest.raises(wire.WireError, match="longer"):
         wire.read_message(frame)
     stream = io.BytesIO()

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import csv
 import html
-import importlib
 import json
 import os
 import re
@@ -69,26 +68,34 @@ def _opens(cell, marker: str) -> bool:
     return cell.cell_type == "markdown" and marker in cell.source
 
 
-def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` without solution cells and without outputs."""
-    nb = nbformat.from_dict(nb)
+def outside_solutions(nb: nbformat.NotebookNode) -> list[int]:
+    """The indices of ``nb``'s cells that are not solutions: not between a
+    ``{solution-start}`` and a ``{solution-end}`` cell (both included), nor tagged ``solution``.
+    Raises ``ValueError`` for markers that do not pair up."""
     kept, inside = [], False
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
         if _opens(cell, START):
             if inside:
                 raise ValueError("a solution-start cell opens inside another solution")
             inside = True
         if not inside and "solution" not in cell.get("metadata", {}).get("tags", []):
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-            kept.append(cell)
+            kept.append(i)
         if _opens(cell, END):
             if not inside:
                 raise ValueError("a solution-end cell has no solution-start before it")
             inside = False
     if inside:
         raise ValueError("a solution-start cell is never closed by a solution-end cell")
-    nb.cells = kept
+    return kept
+
+
+def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` without solution cells (:func:`outside_solutions`) and without outputs."""
+    nb = nbformat.from_dict(nb)
+    nb.cells = [nb.cells[i] for i in outside_solutions(nb)]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     return nb
 
 
@@ -353,15 +360,10 @@ def class_seed(course: Path) -> int:
 
 def _score(book: Path, students: dict[str, dict], work: Path, seed: int, cell_seconds: float) -> dict:
     """Score one notebook for the class in a fresh process (:mod:`tools.judge.scorer`)."""
-    import helpers.grading as grading
     from tools.judge import keyfree
 
     nb = nbformat.read(book, as_version=4)
-    refs = []
-    for ex in find_exercises(nb):
-        call = re.search(r"helpers\.grading\.(?:(\w+)\.)?(check_\w+)", nb.cells[ex.checker].source)
-        module = importlib.import_module(f"helpers.grading.{call[1]}") if call and call[1] else grading
-        refs += keyfree.references(getattr(module, call[2])) if call else []
+    refs = [f for ex in find_exercises(nb) for f in keyfree.checker_references(nb.cells[ex.checker].source)]
     lib = keyfree.build(refs, work / "lib")
     work.mkdir(parents=True, exist_ok=True)
     (work / "submissions.json").write_text(json.dumps(students), encoding="utf-8")

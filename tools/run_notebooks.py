@@ -44,7 +44,7 @@ from tools.toc import ROOT, toc_notebooks
 BUDGET_S = 60
 # A sweep run checks the asserts and nothing else (helpers.environment's claims-only mode).
 CLAIMS_ONLY = MODES["claims-only"]
-CHECKER_CALL = re.compile(r"\bhelpers\.grading\.(?:\w+\.)?check_\w+\(")
+CHECKER_CALL = re.compile(r"\bhelpers\.grading\.(?:(?P<module>\w+)\.)?(?P<name>check_\w+)\(")
 """A call of an exercise checker, ``helpers.grading.check_...(`` or, for one not re-exported by
 :mod:`helpers.grading`, ``helpers.grading.<module>.check_...(``."""
 # What every notebook imports, loaded once by the sweep's server process (see the module's docstring),

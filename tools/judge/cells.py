@@ -55,21 +55,6 @@ def setup_source(source: str) -> str:
     return ast.unparse(kept) if kept else ""
 
 
-def outside_solutions(nb) -> list[int]:
-    """The indices of ``nb``'s cells outside its solutions (``{solution-start}`` to ``{solution-end}``)."""
-    from tools.classroom import END, START
-
-    kept, inside = [], False
-    for i, cell in enumerate(nb.cells):
-        opens = cell.cell_type == "markdown" and START in cell.source
-        inside = inside or opens
-        if not inside:
-            kept.append(i)
-        if cell.cell_type == "markdown" and END in cell.source:
-            inside = False
-    return kept
-
-
 def exercise_bounds(nb, label: str) -> tuple[int, int] | None:
     """Where exercise ``label``'s cells lie in a handed-in notebook: after the last cell before
     its end cell that nbgrader marked (a read-only cell, or the previous exercise's end), up to

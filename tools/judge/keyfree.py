@@ -57,6 +57,22 @@ def references(checker: Callable) -> list[Callable]:
     return list(dict.fromkeys(inspect.unwrap(f) for f in found))
 
 
+def checker_references(source: str) -> list[Callable]:
+    """The keys of the checker a checker cell's ``source`` calls (``helpers.grading.check_…(``
+    or ``helpers.grading.<module>.check_…(``, :data:`tools.run_notebooks.CHECKER_CALL`);
+    ``[]`` for a cell that calls none."""
+    import importlib
+
+    from tools.run_notebooks import CHECKER_CALL
+
+    call = CHECKER_CALL.search(source)
+    if call is None:
+        return []
+    module = importlib.import_module("helpers.grading" + (f".{call['module']}" if call["module"] else ""))
+    checker = getattr(module, call["name"], None)
+    return references(checker) if callable(checker) else []
+
+
 def _defined_in_helpers(fn: Callable) -> tuple[str, str] | None:
     module = getattr(fn, "__module__", "") or ""
     if not module.startswith("helpers.") or module.startswith("helpers.grading"):

@@ -221,8 +221,8 @@ class Proxy:
         self.student, self.name, self.names, self.label = student, name, names, label
 
     def function(self):
-        source = next((s for c, s in self.student.cells.items() if self.name in defined_names(s)), "")
-        filename = next((c for c, s in self.student.cells.items() if s == source), "<cell unknown>")
+        filename, source = next(((c, s) for c, s in self.student.cells.items() if self.name in defined_names(s)),
+                                ("<cell unknown>", ""))
         original = shadow(source, filename, self.name)
 
         def call(*args, **kwargs):

@@ -24,7 +24,6 @@ import resource
 import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import sysconfig
@@ -41,7 +40,6 @@ CPU_SECONDS = 600
 MAX_PROCESSES = 64
 HERE = Path(__file__).resolve().parent
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
-_HEADER = struct.Struct("!Q")
 
 
 class SandboxError(RuntimeError):
@@ -131,14 +129,14 @@ class Sandbox:
             raise SandboxError("the sandbox had stopped")
         data = pickle.dumps(request)
         try:
-            self.process.stdin.write(_HEADER.pack(len(data)) + data)
+            self.process.stdin.write(wire.HEADER.pack(len(data)) + data)
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             self.close()
             raise SandboxError("the sandbox stopped (its code exited or crashed)") from None
         deadline = time.monotonic() + timeout
-        head = self._read(_HEADER.size, deadline)
-        (length,) = _HEADER.unpack(head)
+        head = self._read(wire.HEADER.size, deadline)
+        (length,) = wire.HEADER.unpack(head)
         if length > wire.MAX_BYTES:
             self.close()
             raise SandboxError(f"the answer was longer than {wire.MAX_BYTES} bytes")

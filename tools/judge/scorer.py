@@ -54,7 +54,6 @@ from tools.judge.cells import (
     defined_names,
     exercise_cells,
     is_prediction,
-    outside_solutions,
     read_hand_in,
     reasoning,
     setup_source,
@@ -142,7 +141,7 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     from IPython.core.interactiveshell import InteractiveShell
 
     from helpers.grading import base
-    from tools.classroom import find_exercises
+    from tools.classroom import find_exercises, outside_solutions
 
     nb = nbformat.read(book, as_version=4)
     exercises = find_exercises(nb)
@@ -215,13 +214,9 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
 
 def _flag_patterns(nb, exercises):
     """A function saying which library versions of an exercise's answer a student's cell names."""
-    import helpers.grading as grading
-
     patterns = {}
     for ex in exercises:
-        call = re.search(r"helpers\.grading\.(?:\w+\.)?(check_\w+)", nb.cells[ex.checker].source)
-        checker = getattr(grading, call[1], None) if call else None
-        refs = keyfree.references(checker) if callable(checker) else []
+        refs = keyfree.checker_references(nb.cells[ex.checker].source)
         patterns[ex.label] = [(n, re.compile(rf"\.{re.escape(n)}\b|\b{re.escape(n)}\s*\("))
                               for n in sorted(keyfree.library_names(refs))]
 

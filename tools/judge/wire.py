@@ -28,7 +28,8 @@ MAX_BYTES = 64 * 2**20
 """The longest message a sandbox may send (64 MiB)."""
 MAX_DEPTH = 32
 """How deep its containers may nest."""
-_HEADER = struct.Struct("!Q")
+HEADER = struct.Struct("!Q")
+"""A frame's length, before its JSON."""
 
 
 class WireError(ValueError):
@@ -169,7 +170,7 @@ def write_message(stream: BinaryIO, message: Any) -> None:
     data = json.dumps(message, allow_nan=False).encode()
     if len(data) > MAX_BYTES:
         raise WireError(f"a message of {len(data)} bytes is longer than {MAX_BYTES}")
-    stream.write(_HEADER.pack(len(data)) + data)
+    stream.write(HEADER.pack(len(data)) + data)
     stream.flush()
 
 
@@ -186,7 +187,7 @@ def _read_exactly(stream: BinaryIO, n: int) -> bytes:
 
 def read_message(stream: BinaryIO) -> Any:
     """One frame's JSON, refusing a frame longer than :data:`MAX_BYTES`."""
-    (length,) = _HEADER.unpack(_read_exactly(stream, _HEADER.size))
+    (length,) = HEADER.unpack(_read_exactly(stream, HEADER.size))
     if length > MAX_BYTES:
         raise WireError(f"a message of {length} bytes is longer than {MAX_BYTES}")
     try:

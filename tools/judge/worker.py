@@ -31,11 +31,9 @@ import pickle
 import re
 import signal
 import site
-import struct
 import sys
 import traceback
 
-_HEADER = struct.Struct("!Q")
 _CELL = re.compile(r"^<cell [\w.-]+>$")
 _MAGIC = re.compile(r"^\s*[%!]")
 
@@ -64,11 +62,11 @@ def _start(lib: str, site_dir: str, answer_fd: int):
     return requests, answers
 
 
-def _read(stream):
-    head = stream.read(_HEADER.size)
-    if len(head) < _HEADER.size:
+def _read(stream, header):
+    head = stream.read(header.size)
+    if len(head) < header.size:
         return None
-    (length,) = _HEADER.unpack(head)
+    (length,) = header.unpack(head)
     return pickle.loads(stream.read(length))
 
 
@@ -179,7 +177,7 @@ def main(lib: str, site_dir: str, answer_fd: int) -> None:
     torch.set_num_threads(1)
     ns: dict = {"__name__": "__main__"}
     while True:
-        request = _read(requests)
+        request = _read(requests, wire.HEADER)
         if request is None:
             return
         op = request.get("op")
