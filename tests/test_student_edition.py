@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.classroom import END, START, strip_solutions
+from tools import answer_tables
+from tools.classroom import END, START, printed_key, strip_solutions
 from tools.plain_markdown import glued_text, plain_markdown
 from tools.toc import ROOT, toc_notebooks
 
@@ -78,6 +79,12 @@ def test_student_edition_is_one_archive_without_solutions(student_archive):
         packaged = {n.split("/")[0] for n in w.namelist()}
         texts.update({f"{wheel}:{n}": w.read(n) for n in w.namelist()})
     assert packaged == {"helpers", "residual_course_helpers-0.1.0.dist-info"}, "the wheel holds helpers only"
+    for name in ("_answers.py", "answer_tables.json", "answer_tables.npz"):
+        assert f"{wheel}:helpers/{name}" in texts, f"the wheel lacks helpers/{name}: its keys cannot answer"
+    for key in answer_tables.KEYS:  # each a look-up (tests/test_answer_tables.py checks them by behaviour)
+        module, _ = key.split(":")
+        source = texts[f"{wheel}:{module.replace('.', '/')}.py"].decode()
+        assert f".answer({key!r}, locals())" in source, f"the wheel computes {key}"
     everything = b"\n".join(texts.values()).decode("utf-8", "replace")
     for notebook, cells in _solution_code().items():
         for source in cells:
@@ -90,6 +97,8 @@ def test_student_edition_is_one_archive_without_solutions(student_archive):
         left = re.findall(r"\{[a-z:-]+\}`|```\{|:::\{", markdown)
         assert not left, f"{path.name}: JupyterLab would show raw MyST: {left}"
         numbers += [int(n) for n in re.findall(r"\*\*Exercise (\d+):", markdown)]
+        assert not [c for c in nb.cells if c.cell_type == "code" and printed_key(c.source)], \
+            f"{path.name} prints an answer key"
         checkers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
         assert checkers and all(c.metadata.get("editable") is False for c in checkers)
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")

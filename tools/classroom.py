@@ -151,9 +151,29 @@ def find_exercises(nb: nbformat.NotebookNode) -> list[Exercise]:
     return found
 
 
+SHOWN_SOURCE = re.compile(r"\bshow_source\(([^)]*)\)")
+KEY_LEFT_OUT = ("*The book prints the course's `{name}` here. This edition leaves it out: it is the answer "
+                "to one of the exercises.*")
+
+
+def printed_key(source: str) -> str | None:
+    """The name of the answer key a code cell prints (``show_source(key)``), if it prints one
+    (the keys: :func:`tools.judge.keyfree.course_keys`)."""
+    from tools.judge.keyfree import course_keys
+
+    shown = {name for match in SHOWN_SOURCE.finditer(source) for name in re.findall(r"\w+", match[1])}
+    keys = sorted(shown & {getattr(f, "__name__", "") for f in course_keys()})
+    return keys[0] if keys else None
+
+
 def graded_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """``nb`` as an nbgrader source notebook: checker cells graded, the rest read-only, no solutions."""
+    """``nb`` as an nbgrader source notebook: checker cells graded, the rest read-only, no
+    solutions, and no cell that prints an answer key (:func:`printed_key`: a note in its place)."""
     nb = nbformat.from_dict(nb)
+    for i, cell in enumerate(nb.cells):
+        key = printed_key(cell.source) if cell.cell_type == "code" else None
+        if key:
+            nb.cells[i] = nbformat.v4.new_markdown_cell(KEY_LEFT_OUT.format(name=key), id=cell.get("id"))
     exercises = find_exercises(nb)
     starters = {j for ex in exercises for j in ex.starters}
     checkers = {ex.checker: ex for ex in exercises}

@@ -11,7 +11,9 @@ It writes ``student-edition/residual-course-student/`` and ``student-edition/res
   citations as the site does; the glued numbers come from the book's executed notebooks
   (``tools/execute.py`` must have run, as ``make student`` does);
 * ``wheels/``: the ``helpers`` package as a wheel (the package alone: no tests, no tools,
-  no book);
+  no book), without the answer keys: each is a look-up of the answers it gave to the calls the
+  notebooks make (:mod:`tools.answer_tables`), and no notebook prints one
+  (:func:`tools.classroom.printed_key`);
 * ``requirements.txt``: the book's exact pins of what the notebooks need, and the wheel;
 * ``README.md``: the two commands, for students.
 
@@ -33,6 +35,7 @@ from pathlib import Path
 
 import nbformat
 
+from tools import answer_tables
 from tools.classroom import release
 from tools.execute import CACHE, executed_notebook, read_cache
 from tools.plain_markdown import glued_values, plain_markdown
@@ -100,11 +103,14 @@ def student_requirements(wheel: Path, root: Path = ROOT) -> str:
 
 
 def build_wheel(out_dir: Path, root: Path = ROOT) -> Path:
-    """The ``helpers`` package as a wheel in ``out_dir`` (``pip wheel``, no dependencies)."""
+    """The ``helpers`` package as a wheel in ``out_dir`` (``pip wheel``, no dependencies), its
+    answer keys replaced by the answers they gave (:mod:`tools.answer_tables`, which records
+    them first where the book changed)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    table = answer_tables.record(root / answer_tables.OUT.relative_to(ROOT), root)
     with tempfile.TemporaryDirectory() as build:
         source = Path(build) / "source"  # a copy, so that setuptools' build/ lands outside the repository
-        shutil.copytree(root / "helpers", source / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+        answer_tables.student_copy(source, table, root)
         for name in ("pyproject.toml", "README.md"):
             shutil.copyfile(root / name, source / name)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", build,

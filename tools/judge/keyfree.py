@@ -73,6 +73,19 @@ def checker_references(source: str) -> list[Callable]:
     return references(checker) if callable(checker) else []
 
 
+def course_keys() -> list[Callable]:
+    """The keys of every exercise checker of the course (``check_…`` in ``helpers.grading.chapterN``)."""
+    import importlib
+
+    found = []
+    for chapter in range(1, 6):
+        module = importlib.import_module(f"helpers.grading.chapter{chapter}")
+        for name, fn in sorted(vars(module).items()):
+            if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
+                found += references(fn)
+    return list(dict.fromkeys(found))
+
+
 def _defined_in_helpers(fn: Callable) -> tuple[str, str] | None:
     module = getattr(fn, "__module__", "") or ""
     if not module.startswith("helpers.") or module.startswith("helpers.grading"):
