@@ -5,14 +5,16 @@ This file goes, as it is, into the student edition's ``helpers`` as ``helpers/_a
 :func:`answer`); the book's recorder encodes calls with the same functions, so that the two
 agree. It needs only NumPy and PyTorch.
 
-A call is written down as its *structure* (JSON data: each argument's type, shape and dtype;
-whole numbers, strings and the digest of every whole-number array exactly) and its *floats*
-(every floating-point number, array, tensor and model parameter, in order). Two calls match
-when their structures are equal and each float array's summary (:func:`summary`: its sum, sum
-of absolute values, sum of squares, first and last values) agrees within a relative
-:data:`RTOL` of the summary's largest entry: a learner's machine computes a lesson's inputs with
-other kernels, so bit-for-bit equality is not asked for, while another input (another seed, size
-or case) differs by far more.
+A call is written down as its *structure* (JSON data: each argument's type, shape and dtype,
+a model's class and its number and text settings; whole numbers, strings and the digest of every
+whole-number array exactly) and its *floats* (every floating-point number, array, tensor and
+model parameter, in order). Two calls match when their structures are equal and each float
+array's summary (:func:`summary`) agrees entry by entry within a relative :data:`RTOL`
+(:func:`close`): a learner's machine computes a lesson's inputs with other kernels, so
+bit-for-bit equality is not asked for, while another input (another seed, size or case)
+differs by far more. A summary is not the array: two inputs with nearly the same summary (an
+array's inner entries swapped, or a few of them nudged) match, and get the recorded answer, not
+a computed one.
 """
 
 from __future__ import annotations
@@ -31,22 +33,23 @@ TABLE = "answer_tables.json"  # next to this file, with ARRAYS: the recorded ans
 ARRAYS = "answer_tables.npz"
 MAX_DEPTH = 16
 MESSAGE = ("{name} is one of the course's answer keys, so the student edition does not compute it: it "
-           "holds only the answers {name} gave to the calls that the course's notebooks make, and this call is "
-           "not one of them. Write your own version (that is the exercise), or install the book's edition "
-           "to explore other inputs.")
+           "holds only the answers {name} gave to the calls that the course's notebooks make when they run from "
+           "the top, and this call is not one of them. If you changed or re-ran cells, restart the kernel and run "
+           "the notebook from the top (Kernel > Restart Kernel and Run All Cells). Write your own version (that "
+           "is the exercise), or install the book's edition to explore other inputs.")
 
 
-class NotInTable(RuntimeError):
+class NotInTable(LookupError):
     """A call of an answer key that the student edition's table does not hold."""
 
 
 def module_leaves(module: torch.nn.Module) -> list[tuple[str, object]]:
     """``(path, value)`` for each entry of ``module``'s state (parameters and buffers) and each
-    number attribute (bool, int, float) of it and its submodules, in a fixed order."""
+    number or text attribute (bool, int, float, str) of it and its submodules, in a fixed order."""
     leaves: list[tuple[str, object]] = [(f"state:{k}", v) for k, v in module.state_dict(keep_vars=True).items()]
     for prefix, sub in module.named_modules():
         for key, value in sorted(vars(sub).items()):
-            if not key.startswith("_") and type(value) in (bool, int, float):
+            if not key.startswith("_") and type(value) in (bool, int, float, str):
                 leaves.append((f"attr:{prefix}:{key}", value))
     return leaves
 
@@ -126,26 +129,38 @@ def rebuild(structure: list, leaves):
     raise TypeError(f"an answer cannot be a {tag!r}")
 
 
+PROBES = 5  # entries a summary keeps: the first, the last and three between
+
+
 def summary(array: np.ndarray) -> list[float]:
-    """What a float array is matched by: its sum, sum of absolute values, sum of squares,
-    first and last values (in float64)."""
+    """What a float array is matched by (in float64): its sum, sum of absolute values, sum of
+    squares, root mean square, and :data:`PROBES` of its entries spread from first to last."""
     flat = np.asarray(array, dtype=np.float64).ravel()
     if flat.size == 0:
-        return [0.0] * 5
-    return [float(flat.sum()), float(np.abs(flat).sum()), float((flat * flat).sum()), float(flat[0]), float(flat[-1])]
+        return [0.0] * (4 + PROBES)
+    rms = float(np.sqrt(np.mean(flat * flat)))
+    probes = flat[np.linspace(0, flat.size - 1, PROBES).round().astype(int)]
+    return [float(flat.sum()), float(np.abs(flat).sum()), float((flat * flat).sum()), rms, *map(float, probes)]
 
 
 def close(a: list[list[float]], b: list[list[float]]) -> bool:
-    """Whether two calls' summaries agree (module docstring)."""
+    """Whether two calls' summaries agree: each entry within :data:`RTOL` of its own scale (the
+    sum's is the sum of absolute values, a probed entry's the larger of itself and the root mean
+    square), plus :data:`ATOL`; non-finite entries must be equal."""
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
-        x, y = np.asarray(x), np.asarray(y)
-        scale = max(float(np.max(np.abs(x), initial=0.0)), float(np.max(np.abs(y), initial=0.0)))
+        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        if x.shape != y.shape:
+            return False
         if not np.isfinite(x).all() or not np.isfinite(y).all():
             if not np.array_equal(x, y, equal_nan=True):
                 return False
-        elif np.any(np.abs(x - y) > RTOL * scale + ATOL):
+            continue
+        scale = np.maximum(np.abs(x), np.abs(y))
+        scale[0] = max(abs(x[1]), abs(y[1]))  # the sum, against the sum of absolute values
+        scale[4:] = np.maximum(scale[4:], max(abs(x[3]), abs(y[3])))  # a probe, at least the rms
+        if np.any(np.abs(x - y) > RTOL * scale + ATOL):
             return False
     return True
 
@@ -178,7 +193,8 @@ def _apply_changes(module: torch.nn.Module, changes: list, data: dict) -> None:
                 values[path].copy_(torch.from_numpy(np.array(data[name])).to(values[path].dtype))
             else:
                 prefix, _, attr = rest.rpartition(":")
-                setattr(subs[prefix], attr, type(values[path])(data[name].item()))
+                value = data[name].item()
+                setattr(subs[prefix], attr, value if isinstance(value, str) else type(values[path])(value))
 
 
 def answer(name: str, arguments: dict, folder: str | None = None):

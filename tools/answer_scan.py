@@ -6,6 +6,11 @@ that is not the student edition's (:data:`tools.answer_tables.STUDENT_SEED`), so
 table cannot pass them: what passes computes the answer. The student edition's test runs it on
 the wheel's copy (nothing may pass but :data:`tools.answer_tables.STILL_IN_THE_WHEEL`) and on
 the book's own ``helpers`` (its keys must pass: the scan can find one).
+
+What it does not see: methods (the course's models' ``forward``, which the lessons print and
+train with), a function that answers only once adapted (``single_block_lesions`` gives each
+block's error; the exercise asks which block matters most), arguments other than those of the
+checker's first call, and a function slower than :data:`SCAN_SECONDS` a case.
 """
 
 from __future__ import annotations
@@ -43,21 +48,24 @@ def _first_arguments(checker) -> tuple:
     return seen[0]
 
 
-def helpers_functions(root: Path = ROOT) -> list[tuple[str, str]]:
-    """``(module, name)`` of every function that a module of ``root``'s ``helpers`` defines at its top level."""
+def helpers_functions(folder: Path = ROOT / "helpers") -> list[tuple[str, str]]:
+    """``(module, name)`` of every function that a module of the package at ``folder`` (a copy of
+    ``helpers``, under whatever folder name) defines at its top level; modules named ``helpers.…``."""
     found = []
-    for path in sorted((Path(root) / "helpers").rglob("*.py")):
-        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+    for path in sorted(Path(folder).rglob("*.py")):
+        parts = ("helpers", *path.relative_to(folder).with_suffix("").parts)
+        module = ".".join(parts).removesuffix(".__init__")
         tree = ast.parse(path.read_text(encoding="utf-8"))
         found += [(module, n.name) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return found
 
 
 def _binds(module: str, name: str, args: tuple) -> bool:
+    """Whether ``module.name`` takes ``args``; a module of the copy that does not import raises."""
+    fn = getattr(importlib.import_module(module), name)
     try:
-        fn = getattr(importlib.import_module(module), name)
         inspect.signature(fn).bind(*args)
-    except (TypeError, ValueError, AttributeError, ImportError):
+    except (TypeError, ValueError):
         return False
     return True
 
@@ -76,7 +84,7 @@ def load_as(helpers_dir: Path, alias: str, work: Path):
         sys.path.remove(str(work))
 
 
-def answering_functions(package: str, *, seed: int = 0, checkers=None, root: Path = ROOT) -> dict[str, list[str]]:
+def answering_functions(package: str, *, seed: int = 0, checkers=None) -> dict[str, list[str]]:
     """``{checker: [module:function, ...]}``: the functions of the copy of ``helpers`` imported as
     ``package`` (:func:`load_as`) that pass a function exercise's checker (all of them, or those
     named in ``checkers``), its hidden cases drawn from ``seed``.
@@ -91,7 +99,8 @@ def answering_functions(package: str, *, seed: int = 0, checkers=None, root: Pat
 
     if seed == STUDENT_SEED:
         raise ValueError("seed must not be the student edition's own (STUDENT_SEED): its cases are in the table")
-    functions = [(package + module.removeprefix("helpers"), name) for module, name in helpers_functions(root)]
+    copy = Path(importlib.import_module(package).__file__).parent  # its own files: the copy's, not the book's
+    functions = [(package + module.removeprefix("helpers"), name) for module, name in helpers_functions(copy)]
     found: dict[str, list[str]] = {}
     # The question is what a function computes, not whether it may be called: no reference is off
     # limits (the book's guard would block PyTorch's autograd, with which some keys compute).

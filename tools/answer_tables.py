@@ -116,7 +116,7 @@ class Recorder:
         for parameter, old in before.items():
             now = dict(module_leaves(arguments[parameter]))
             changed = [[path, self._store(_numpy(now[path]))] for path, value in old
-                       if not np.array_equal(value, _numpy(now[path]), equal_nan=True)]
+                       if not _same(value, _numpy(now[path]))]
             if changed:
                 changes[parameter] = changed
         same = next((p for p, a in arguments.items() if a is result and result is not None), None)
@@ -172,6 +172,13 @@ def _numpy(value):
     import torch
 
     return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "USO" or b.dtype.kind in "USO":
+        return a.shape == b.shape and bool(np.all(a == b))
+    return np.array_equal(a, b, equal_nan=True)
 
 
 def merge(parts: list[Path], out: Path) -> Path:
@@ -302,10 +309,12 @@ def record_notebook(path: Path, folder: Path) -> Path:
 
 
 def fingerprint(notebooks: list[Path], root: Path = ROOT) -> str:
-    """What the table depends on: the notebooks' code, every file of ``helpers`` and the recorder."""
-    from tools.fingerprints import code_digest, sha256
+    """What the table depends on: the notebooks chosen and their code, every file of ``helpers``,
+    the pins a run depends on, the recorder and the look-up."""
+    from tools.fingerprints import code_digest, run_pins, sha256
 
     parts = [f"{p.relative_to(root).as_posix()}:{code_digest(p)}" for p in notebooks]
+    parts.append(f"pins:{sha256(run_pins(root))}")
     for path in sorted((root / "helpers").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             parts.append(f"{path.relative_to(root).as_posix()}:{sha256(path.read_bytes())}")
@@ -328,7 +337,8 @@ def record(out: Path = OUT, root: Path = ROOT, *, force: bool = False) -> Path:
         shutil.rmtree(parts)
     folders = [record_checkers_in_subprocess(parts / "checkers")]
     with ThreadPoolExecutor(max_workers=RECORDING_KERNELS) as pool:  # the table is merged in a fixed order
-        folders += list(pool.map(lambda path: record_notebook(path, parts / path.stem), notebooks))
+        folders += list(pool.map(lambda path: record_notebook(path, parts / f"{path.parent.name}-{path.stem}"),
+                                 notebooks))
     merge(folders, out)
     stamp.write_text(digest + "\n", encoding="utf-8")
     return out

@@ -157,13 +157,27 @@ KEY_LEFT_OUT = ("*The book prints the course's `{name}` here. This edition leave
 
 
 def printed_key(source: str) -> str | None:
-    """The name of the answer key a code cell prints (``show_source(key)``), if it prints one
-    (the keys: :func:`tools.judge.keyfree.course_keys`)."""
+    """The name of the answer key a code cell prints (``show_source(key)``), if it prints one:
+    a function of ``helpers``, at a module's top level, that a checker puts off limits
+    (:func:`tools.judge.keyfree.course_keys`)."""
     from tools.judge.keyfree import course_keys
 
-    shown = {name for match in SHOWN_SOURCE.finditer(source) for name in re.findall(r"\w+", match[1])}
-    keys = sorted(shown & {getattr(f, "__name__", "") for f in course_keys()})
+    shown = {re.split(r"\s*\.\s*", arg.strip())[-1] for match in SHOWN_SOURCE.finditer(source)
+             for arg in match[1].split(",") if arg.strip() and not _is_method(arg)}
+    keys = sorted(shown & {f.__name__ for f in course_keys() if _top_level_in_helpers(f)})
     return keys[0] if keys else None
+
+
+def _is_method(arg: str) -> bool:
+    """``Class.method``: a dotted name whose last-but-one part is capitalised (a class)."""
+    parts = [p.strip() for p in arg.split(".")]
+    return len(parts) >= 2 and parts[-2][:1].isupper()
+
+
+def _top_level_in_helpers(fn) -> bool:
+    """A function that a module of ``helpers`` defines at its top level: the course's models'
+    methods (``EncoderLayer.forward``) are lessons the book prints, and PyTorch's are PyTorch's."""
+    return (getattr(fn, "__module__", "") or "").startswith("helpers.") and fn.__qualname__ == fn.__name__
 
 
 def graded_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
