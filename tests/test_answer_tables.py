@@ -213,19 +213,25 @@ def _solutions() -> list[tuple[str, str, str]]:
 
 NEAR_MISS = '''
 def off(fn):
-    """The solution, its answer's values 1 % off (so that a checker gets past type and shape)."""
+    """The solution, its answer's values 10 % off (so that a checker gets past type and shape)."""
     def scale(value):
         if isinstance(value, dict):
             return {k: scale(v) for k, v in value.items()}
-        if isinstance(value, (float, np.ndarray, torch.Tensor)) and not isinstance(value, bool):
-            return value * 1.01
+        if isinstance(value, (list, tuple)):
+            return type(value)(scale(v) for v in value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value + 1
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+            return value + 1
+        if isinstance(value, (float, np.ndarray, torch.Tensor)):
+            return value * 1.1
         return value
     def near(*args, **kwargs):
         result = fn(*args, **kwargs)
-        for arg in args:  # a model changed in place: one weight 1 % off
+        for arg in args:  # a model changed in place: its first parameter 10 % off
             if isinstance(arg, nn.Module):
                 with torch.no_grad():
-                    next(arg.parameters()).mul_(1.01)
+                    next(arg.parameters()).mul_(1.1)
         return scale(result)
     return near
 '''

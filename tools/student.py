@@ -11,9 +11,9 @@ It writes ``student-edition/residual-course-student/`` and ``student-edition/res
   citations as the site does; the glued numbers come from the book's executed notebooks
   (``tools/execute.py`` must have run, as ``make student`` does);
 * ``wheels/``: the ``helpers`` package as a wheel (the package alone: no tests, no tools,
-  no book), without the answer keys: each is a look-up of the answers it gave to the calls the
-  notebooks make (:mod:`tools.answer_tables`), and no notebook prints one
-  (:func:`tools.classroom.printed_key`);
+  no book), in which each answer key that the lessons and checkers compute with
+  (:data:`tools.answer_tables.KEYS`) is a look-up of the answers it gave to the calls the
+  notebooks make, and no notebook prints one (:func:`tools.classroom.printed_key`);
 * ``requirements.txt``: the book's exact pins of what the notebooks need, and the wheel;
 * ``README.md``: the two commands, for students.
 
