@@ -21,7 +21,9 @@ The table is recorded (:func:`record`) from two sources:
   top as the site runs them, with every key wrapped by a recorder.
 
 ``python -m tools.answer_tables`` records into ``_build/answer-tables`` (again only when the
-notebooks, ``helpers`` or this recorder changed); ``make student`` does so before it builds.
+notebooks, ``helpers``, the pins, this recorder or the look-up changed, :func:`fingerprint`);
+``make student`` does so before it builds. :mod:`tools.answer_scan` checks the result by
+behaviour.
 """
 
 from __future__ import annotations
@@ -103,7 +105,6 @@ class Recorder:
             self._add(key, structure, floats, arguments, before, result)
             return result
 
-        recording.__recording__ = True
         return recording
 
     def _add(self, key, structure, floats, arguments, before, result) -> None:
