@@ -195,7 +195,7 @@ def _solutions() -> list[tuple[str, str, str]]:
     from tools.classroom import END, START, find_exercises
     from tools.run_notebooks import CHECKER_CALL
 
-    wanted = {c.__name__ for c in answer_tables._function_checkers()}
+    wanted = {c.__name__ for c in answer_tables.function_checkers()}
     found = []
     for path in sorted((ROOT / "book").glob("ch*/*.ipynb")):
         nb = nbformat.read(path, as_version=4)
@@ -240,7 +240,7 @@ def off(fn):
 @pytest.mark.coursework
 def test_the_student_checkers_accept_the_solutions_and_diagnose_as_the_books_do(student_helpers, tmp_path):
     solutions = _solutions()
-    assert {name for name, _, _ in solutions} == {c.__name__ for c in answer_tables._function_checkers()}
+    assert {name for name, _, _ in solutions} == {c.__name__ for c in answer_tables.function_checkers()}
     source = "results = []\n" + NEAR_MISS
     for checker, fn, code in solutions:
         source += (f"exec({code!r})\n"
@@ -259,19 +259,11 @@ def test_the_student_helpers_run_the_lessons_that_call_a_key(student_helpers):
     """Each notebook recorded runs from the top on the student's copy, every checker satisfied."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from nbclient import NotebookClient
-
-    from helpers.environment import mode_environment
-
     def run(path: Path) -> str | None:
-        nb = nbformat.read(path, as_version=4)
-        nb.cells.append(nbformat.v4.new_code_cell(
-            f"assert helpers.__file__.startswith({str(student_helpers)!r}), helpers.__file__"))
-        env = mode_environment("site")
-        env["PYTHONPATH"] = str(student_helpers)
         try:
-            NotebookClient(nb, timeout=600, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+            nb = answer_tables.run_as_the_site_does(
+                path, last=f"assert helpers.__file__.startswith({str(student_helpers)!r}), helpers.__file__",
+                env={"PYTHONPATH": str(student_helpers)})
         except Exception as err:  # noqa: BLE001 (reported below)
             return f"{path.name}: {str(err)[-1500:]}"
         outputs = json.dumps([c.get("outputs", []) for c in nb.cells])

@@ -182,19 +182,26 @@ def _table(folder: str) -> tuple[dict, dict]:
     return table, data
 
 
-def _apply_changes(module: torch.nn.Module, changes: list, data: dict) -> None:
-    """Make ``module`` what the recorded call left it: ``changes`` is ``[[path, array name], ...]``."""
-    values = dict(module_leaves(module))
+def set_leaves(module: torch.nn.Module, values) -> None:
+    """Set ``module``'s leaves (:func:`module_leaves`) from ``(path, value)`` pairs: a state
+    entry copied in place, an attribute set with its old type."""
+    leaves = dict(module_leaves(module))
     subs = dict(module.named_modules())
     with torch.no_grad():
-        for path, name in changes:
+        for path, value in values:
             kind, _, rest = path.partition(":")
             if kind == "state":
-                values[path].copy_(torch.from_numpy(np.array(data[name])).to(values[path].dtype))
+                value = value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+                leaves[path].copy_(value.to(leaves[path].dtype))
             else:
                 prefix, _, attr = rest.rpartition(":")
-                value = data[name].item()
-                setattr(subs[prefix], attr, value if isinstance(value, str) else type(values[path])(value))
+                value = value.item() if isinstance(value, np.ndarray) else value
+                setattr(subs[prefix], attr, value if isinstance(value, str) else type(leaves[path])(value))
+
+
+def _apply_changes(module: torch.nn.Module, changes: list, data: dict) -> None:
+    """Make ``module`` what the recorded call left it: ``changes`` is ``[[path, array name], ...]``."""
+    set_leaves(module, [(path, data[name]) for path, name in changes])
 
 
 def answer(name: str, arguments: dict, folder: str | None = None):

@@ -27,8 +27,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from tools.answer_lookup import module_leaves
-from tools.answer_tables import STUDENT_SEED, _function_checkers, _is_module
+from tools.answer_lookup import module_leaves, set_leaves
+from tools.answer_tables import STUDENT_SEED, function_checkers, is_module
 from tools.toc import ROOT
 
 SCAN_SECONDS = 0.5  # seconds per case a candidate gets (an answer key answers the checkers' cases in milliseconds)
@@ -107,7 +107,7 @@ def answering_functions(package: str, *, seed: int = 0, checkers=None) -> dict[s
     limit, sandbox.DEFAULT_TIME_LIMIT = sandbox.DEFAULT_TIME_LIMIT, SCAN_SECONDS
     guard, sandbox.off_limits = sandbox.off_limits, _nothing_off_limits
     try:
-        for checker in _function_checkers():
+        for checker in function_checkers():
             if checkers is not None and checker.__name__ not in checkers:
                 continue
             args = _first_arguments(checker)
@@ -159,13 +159,8 @@ def _in_copy(fn, package: str):
         moved_args, moved_kwargs = _moved(args, "helpers", package), _moved(kwargs, "helpers", package)
         result = fn(*moved_args, **moved_kwargs)
         for original, moved in [*zip(args, moved_args), *((kwargs[k], moved_kwargs[k]) for k in kwargs)]:
-            if _is_module(original):
-                original.load_state_dict(moved.state_dict())
-                subs = dict(original.named_modules())
-                for path, value in module_leaves(moved):
-                    if path.startswith("attr:"):
-                        prefix, _, attr = path.removeprefix("attr:").rpartition(":")
-                        setattr(subs[prefix], attr, value)
+            if is_module(original):
+                set_leaves(original, module_leaves(moved))
         same = next((i for i, a in enumerate(moved_args) if a is result and result is not None), None)
         return args[same] if same is not None else _moved(result, package, "helpers")
 

@@ -100,7 +100,7 @@ class Recorder:
             arguments = dict(bound.arguments)
             structure, floats = call_key(arguments)
             before = {p: [(path, np.array(_numpy(v), copy=True)) for path, v in module_leaves(m)]
-                      for p, m in arguments.items() if _is_module(m)}
+                      for p, m in arguments.items() if is_module(m)}
             result = fn(*args, **kwargs)
             self._add(key, structure, floats, arguments, before, result)
             return result
@@ -163,7 +163,8 @@ def student_rng() -> np.random.Generator:
     return np.random.default_rng(STUDENT_SEED)
 
 
-def _is_module(value) -> bool:
+def is_module(value) -> bool:
+    """Whether ``value`` is a PyTorch module (imported only when asked)."""
     import torch
 
     return isinstance(value, torch.nn.Module)
@@ -213,18 +214,16 @@ def merge(parts: list[Path], out: Path) -> Path:
 
 # ---- what to record
 
-def _function_checkers():
-    """Every checker of a function exercise (``check_…(fn)`` with no other required argument)."""
-    found = []
-    for chapter in range(1, 6):
-        module = importlib.import_module(f"helpers.grading.chapter{chapter}")
-        for name, fn in sorted(vars(module).items()):
-            if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
-                required = [p for p in inspect.signature(fn).parameters.values()
-                            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-                if len(required) == 1:
-                    found.append(fn)
-    return found
+def function_checkers():
+    """The checkers of function exercises: ``check_…(fn)`` with no other required argument
+    (of :func:`tools.judge.keyfree.course_checkers`)."""
+    from tools.judge.keyfree import course_checkers
+
+    def required(fn) -> list:
+        return [p for p in inspect.signature(fn).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    return [fn for fn in course_checkers() if len(required(fn)) == 1]
 
 
 def record_checkers(folder: Path) -> Path:
@@ -234,7 +233,7 @@ def record_checkers(folder: Path) -> Path:
     def wrong_answer(*args, **kwargs):
         return 0.0
 
-    for checker in _function_checkers():
+    for checker in function_checkers():
         checker(wrong_answer)
     return recorder.save(folder)
 
@@ -290,22 +289,29 @@ def notebooks_to_record(root: Path = ROOT) -> list[Path]:
     return chosen
 
 
-def record_notebook(path: Path, folder: Path) -> Path:
-    """Run the notebook at ``path`` as the site runs it, keys recorded; the table in ``folder``."""
+def run_as_the_site_does(path: Path, *, first: str = "", last: str = "", env: dict | None = None):
+    """The notebook at ``path`` run from the top as the site runs it (its folder, the site's
+    mode and ``env``), with the code ``first`` before its cells and ``last`` after them; returns it."""
     from nbclient import NotebookClient
 
     from helpers.environment import mode_environment
 
     nb = nbformat.read(path, as_version=4)
-    folder.mkdir(parents=True, exist_ok=True)
-    start = nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-                                      "import tools.answer_tables as _answer_tables\n"
-                                      "_recorder = _answer_tables.Recorder().start()")
-    end = nbformat.v4.new_code_cell(f"_recorder.save({str(folder)!r})")
-    nb.cells = [start, *nb.cells, end]
-    env = mode_environment("site")
+    nb.cells = [*([nbformat.v4.new_code_cell(first)] if first else []), *nb.cells,
+                *([nbformat.v4.new_code_cell(last)] if last else [])]
     NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3", allow_errors=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+                   resources={"metadata": {"path": str(path.parent)}}).execute(
+        env={**mode_environment("site"), **(env or {})})
+    return nb
+
+
+def record_notebook(path: Path, folder: Path) -> Path:
+    """Run the notebook at ``path`` as the site runs it, keys recorded; the table in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run_as_the_site_does(path, first=(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+                                      "import tools.answer_tables as _answer_tables\n"
+                                      "_recorder = _answer_tables.Recorder().start()"),
+                         last=f"_recorder.save({str(folder)!r})")
     return folder
 
 

@@ -73,17 +73,22 @@ def checker_references(source: str) -> list[Callable]:
     return references(checker) if callable(checker) else []
 
 
-def course_keys() -> list[Callable]:
-    """The keys of every exercise checker of the course (``check_…`` in ``helpers.grading.chapterN``)."""
+def course_checkers() -> list[Callable]:
+    """Every exercise checker of the course: the ``check_…`` functions that
+    ``helpers.grading.chapterN`` defines, chapter by chapter, by name."""
     import importlib
 
     found = []
     for chapter in range(1, 6):
         module = importlib.import_module(f"helpers.grading.chapter{chapter}")
-        for name, fn in sorted(vars(module).items()):
-            if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
-                found += references(fn)
-    return list(dict.fromkeys(found))
+        found += [fn for name, fn in sorted(vars(module).items())
+                  if name.startswith("check_") and inspect.isfunction(fn) and fn.__module__ == module.__name__]
+    return found
+
+
+def course_keys() -> list[Callable]:
+    """The keys of every exercise checker of the course (:func:`course_checkers`)."""
+    return list(dict.fromkeys(key for checker in course_checkers() for key in references(checker)))
 
 
 def _defined_in_helpers(fn: Callable) -> tuple[str, str] | None:
