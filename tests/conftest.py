@@ -2,6 +2,10 @@
 
 With ``COURSE_TIMINGS=path.json`` set, the session also writes how long each stage took
 (the execution, the site build, and the tests of each file), for ``make benchmark``.
+
+Every coursework test that passes is written into ``benchmarks/coursework.json`` with the
+digest of what it depends on; with ``CHANGED=1`` (``make test-coursework-changed``, CI) a
+coursework test whose entry still holds is skipped, saying so (``tools/coursework_record.py``).
 """
 
 from __future__ import annotations
@@ -82,9 +86,36 @@ def browser():
         chrome.close()
 
 
+COURSEWORK_PASSED: dict[str, float] = {}
+
+
+def _changed_only() -> bool:
+    return os.environ.get("CHANGED", "").strip().lower() in {"1", "yes", "true"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``CHANGED=1``, skip each coursework test that the record vouches for, and print why
+    each of the others runs."""
+    if not _changed_only():
+        return
+    from tools.coursework_record import read_record, vouched, why_run
+
+    record = read_record(ROOT)
+    for item in items:
+        if item.get_closest_marker("coursework") is None:
+            continue
+        why = why_run(item.nodeid, record, ROOT)
+        if why is None:
+            item.add_marker(pytest.mark.skip(reason=vouched(item.nodeid, record)))
+        else:
+            print(f"\n{item.nodeid} runs: {why}", end="")
+
+
 def pytest_runtest_logreport(report):
     if report.when == "call":
         FILES[report.nodeid.split("::")[0]] += report.duration
+        if report.passed and "coursework" in report.keywords:
+            COURSEWORK_PASSED[report.nodeid] = report.duration
 
 
 def pytest_sessionstart(session):
@@ -92,9 +123,14 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """With ``COURSE_TIMINGS``, write the timings. Under pytest-xdist each worker times the
-    fixtures it set up and leaves them beside the target; the controller, which gets every
-    test's report, merges them in."""
+    """Record the coursework tests that passed; with ``COURSE_TIMINGS``, write the timings. Under
+    pytest-xdist each worker times the fixtures it set up and leaves them beside the target; the
+    controller, which gets every test's report, merges them in."""
+    if COURSEWORK_PASSED and getattr(session.config, "workerinput", None) is None:
+        from tools.coursework_record import update_record
+        from tools.speed_index import machine
+
+        update_record(COURSEWORK_PASSED, today=time.strftime("%Y-%m-%d"), machine=machine(), root=ROOT)
     target = os.environ.get("COURSE_TIMINGS")
     if not target:
         return
