@@ -145,3 +145,16 @@ def test_every_checker_cell_ends_with_its_feedback(path):
         assert isinstance(last, ast.Expr) and (
             _calls_a_checker(last.value) or (isinstance(last.value, ast.Name) and last.value.id in feedback)), (
             f"{path.name} cell {number}: the cell must end with the checker's call or the feedback it returned")
+
+
+PREDICTION_CHECK = re.compile(r"\bhelpers\.grading\.(?:choices\.)?check_(?:prediction|predictions|choices)\(")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_measurement_a_prediction_is_checked_against_is_folded_on_the_site(path):
+    """A "predict, then measure" cell prints its measurement: on the site (with or without
+    solutions) that output sits right under the exercise, so it is folded (the cell tag
+    ``hide-output``) and a reader opens it once the prediction is made. The PDF opens it."""
+    for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
+        if cell.cell_type == "code" and PREDICTION_CHECK.search(cell.source):
+            assert "hide-output" in cell.metadata.get("tags", []), f"{path.name} cell {number}"

@@ -263,6 +263,11 @@ def test_chapter_4_shows_its_measurements(site):
     _shows_figures_explorer_and_solutions(site, 4, figures)
     _shows_glued(site, "book/ch4/01_inside_the_layer.html", "gap64")
     _shows_glued(site, "book/ch4/05_ignore_a_layer.html", "deep_median")
+    # a prediction's measurement is on the page, folded: the reader opens it after predicting
+    for page, measured in (("03_deep_stacks", r"best of three rates: \d+% right"),
+                           ("05_ignore_a_layer", r"FFNs zeroed: \d+% of the tokens right")):
+        html = _html(site, f"book/ch4/{page}.html")
+        assert re.search(rf"<details[^>]*>(?:(?!</details>).)*{measured}", html, re.S), (page, measured)
 
 
 def test_chapter_5_shows_its_measurements(site):

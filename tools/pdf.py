@@ -72,6 +72,8 @@ def print_to_pdf(html: Path, out: Path, browser=None) -> Path:
         page.goto(html.resolve().as_uri(), wait_until="load")
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60_000)
         page.evaluate("() => MathJax.startup.promise.then(() => MathJax.typesetPromise())")
+        # folded outputs (a prediction's measurement) and dropdowns print open
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
         page.emulate_media(media="print")
         # outline: bookmarks from the headings (chapters and sections); tagged: a structure a
         # screen reader can follow
