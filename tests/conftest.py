@@ -119,7 +119,10 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionstart(session):
+    from tools.coursework_record import snapshot
+
     session.config._course_start = time.perf_counter()
+    session.config._course_tree = snapshot(ROOT)  # what the coursework tests that pass ran on
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -130,7 +133,8 @@ def pytest_sessionfinish(session, exitstatus):
         from tools.coursework_record import update_record
         from tools.speed_index import machine
 
-        update_record(COURSEWORK_PASSED, today=time.strftime("%Y-%m-%d"), machine=machine(), root=ROOT)
+        update_record(COURSEWORK_PASSED, today=time.strftime("%Y-%m-%d"), machine=machine(),
+                      tree=session.config._course_tree, root=ROOT)
     target = os.environ.get("COURSE_TIMINGS")
     if not target:
         return

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tools.coursework_record import RECORD, inputs, read_record, update_record, vouched, why_run
+from tools.coursework_record import RECORD, inputs, read_record, snapshot, update_record, vouched, why_run
 
 GRADE_CH1 = ("tests/test_classroom.py::"
              "test_every_exercise_of_a_chapter_gives_the_books_solution_full_marks_in_the_sandbox[1]")
@@ -27,7 +27,8 @@ def _tree(root):
 
 def test_an_entry_vouches_until_a_file_it_depends_on_changes(tmp_path):
     _tree(tmp_path)
-    update_record({GRADE_CH1: 60.0, PDF: 90.0}, today="2026-11-27", machine=MACHINE, root=tmp_path)
+    update_record({GRADE_CH1: 60.0, PDF: 90.0}, today="2026-11-27", machine=MACHINE, tree=snapshot(tmp_path),
+                  root=tmp_path)
     record = read_record(tmp_path)
     assert why_run(GRADE_CH1, record, tmp_path) is None and why_run(PDF, record, tmp_path) is None
     assert "passed on 2026-11-27 in 60 s" in vouched(GRADE_CH1, record)
@@ -59,15 +60,27 @@ def test_an_entry_vouches_until_a_file_it_depends_on_changes(tmp_path):
 
 def test_an_entry_edited_by_hand_vouches_for_nothing(tmp_path):
     _tree(tmp_path)
-    update_record({PDF: 90.0}, today="2026-11-27", machine=MACHINE, root=tmp_path)
+    update_record({PDF: 90.0}, today="2026-11-27", machine=MACHINE, tree=snapshot(tmp_path), root=tmp_path)
     path = tmp_path / RECORD
     record = json.loads(path.read_text())
     record["tests"][PDF]["date"] = "2026-12-01"
     assert "edited by hand" in why_run(PDF, record, tmp_path)
     # a later update keeps the other entries as they were
-    update_record({GRADE_CH1: 5.0}, today="2026-11-28", machine=MACHINE, root=tmp_path)
+    update_record({GRADE_CH1: 5.0}, today="2026-11-28", machine=MACHINE, tree=snapshot(tmp_path), root=tmp_path)
     kept = read_record(tmp_path)
     assert set(kept["tests"]) == {PDF, GRADE_CH1} and why_run(PDF, kept, tmp_path) is None
+
+
+def test_an_entry_records_the_tree_its_test_ran_on(tmp_path):
+    """A file edited while the tests ran is not vouched for: the entry holds the tree as the
+    session found it."""
+    _tree(tmp_path)
+    before = snapshot(tmp_path)
+    (tmp_path / "helpers" / "__init__.py").write_text("edited during the run\n")
+    update_record({PDF: 90.0}, today="2026-11-27", machine=MACHINE, tree=before, root=tmp_path)
+    assert "helpers/__init__.py" in why_run(PDF, read_record(tmp_path), tmp_path)
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    assert why_run(PDF, read_record(tmp_path), tmp_path) is None
 
 
 def test_the_inputs_are_the_books_tree_without_its_documents(tmp_path):

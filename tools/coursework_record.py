@@ -14,9 +14,10 @@ or went), and says for each test it skips what the record vouches for.
 What a test depends on is taken broadly, so that no change can slip past: every file of the
 book's tree (``book``, ``helpers``, ``tools``, ``tests`` and the top-level configuration),
 except the project's own documents (:data:`NOT_INPUTS`). A chapter's grading test does not
-depend on the other chapters' notebooks and pages. The record is written only by pytest, for a
-test whose setup and call passed; a pass on one machine does not prove a pass on a slower one,
-which is what the tests' own time limits are for.
+depend on the other chapters' notebooks and pages. The record is written only by pytest, for
+a test whose setup and call passed, with the tree as it was when the session started. A pass
+on one machine does not prove a pass on a slower one, which is what the tests' own time
+limits are for.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ def tree_files(root: Path = ROOT) -> list[str]:
     return sorted(f for f in files if not IGNORED.search(f) and not f.startswith(NOT_INPUTS))
 
 
-def inputs(nodeid: str, root: Path = ROOT) -> list[str]:
-    """The files the coursework test ``nodeid`` depends on: :func:`tree_files`, and for a chapter's
-    grading test (``test_classroom.py::...[N]``) without the other chapters' folders."""
-    files = tree_files(root)
+def inputs(nodeid: str, root: Path = ROOT, files: list[str] | None = None) -> list[str]:
+    """The files the coursework test ``nodeid`` depends on: :func:`tree_files` (or ``files``), and for
+    a chapter's grading test (``test_classroom.py::...[N]``) without the other chapters' folders."""
+    files = tree_files(root) if files is None else sorted(files)
     chapter = CHAPTER_TEST.match(nodeid)
     if chapter:
         own = f"book/ch{chapter.group(1)}/"
@@ -102,13 +103,20 @@ def vouched(nodeid: str, record: dict) -> str:
             f"{entry['machine'].get('speed_index', '?')}), and none of its {entry['n_files']} files changed since")
 
 
-def update_record(passed: dict[str, float], *, today: str, machine: dict, root: Path = ROOT) -> Path:
+def snapshot(root: Path = ROOT) -> dict[str, str]:
+    """``{file: SHA-256}`` of :func:`tree_files` now: taken when a test session starts, so that an
+    entry records the tree its test ran on, not one edited while it ran."""
+    return file_digests(tree_files(root), root)
+
+
+def update_record(passed: dict[str, float], *, today: str, machine: dict, tree: dict[str, str],
+                  root: Path = ROOT) -> Path:
     """Write an entry for each test in ``passed`` (``{nodeid: seconds}``), with the digests of its
-    inputs as they are now; other entries stay."""
+    inputs in ``tree`` (:func:`snapshot`, taken before the tests ran); other entries stay."""
     record = read_record(root)
     tests = dict(record.get("tests", {}))
     for nodeid, seconds in passed.items():
-        digests = file_digests(inputs(nodeid, root), root)
+        digests = {f: tree[f] for f in inputs(nodeid, root, files=tree)}
         entry = {"inputs": inputs_digest(digests), "n_files": len(digests), "settings": settings(root),
                  "date": today, "machine": machine, "seconds": round(seconds, 1)}
         entry["digest"] = entry_digest(entry)
@@ -117,7 +125,7 @@ def update_record(passed: dict[str, float], *, today: str, machine: dict, root: 
                        "digests of the files it depends on. make test-coursework-changed (CI) runs a test again "
                        "when its entry is missing, stale or edited (tools/coursework_record.py).",
               "tests": dict(sorted(tests.items())),
-              "files": file_digests(tree_files(root), root)}
+              "files": dict(sorted(tree.items()))}
     path = Path(root) / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
