@@ -102,6 +102,11 @@ def answering_functions(package: str, *, seed: int = 0, checkers=None) -> dict[s
     copy = Path(importlib.import_module(package).__file__).parent  # its own files: the copy's, not the book's
     functions = [(package + module.removeprefix("helpers"), name) for module, name in helpers_functions(copy)]
     found: dict[str, list[str]] = {}
+    # Every module of the copy is imported first, outside any time limit: an import that a limit
+    # cut short (scipy.stats, which one imports, takes over 0.5 s on a busy machine) would leave
+    # half-initialised modules behind, and every later import of them would fail.
+    for module in sorted({module for module, _ in functions}):
+        importlib.import_module(module)
     # The question is what a function computes, not whether it may be called: no reference is off
     # limits (the book's guard would block PyTorch's autograd, with which some keys compute).
     limit, sandbox.DEFAULT_TIME_LIMIT = sandbox.DEFAULT_TIME_LIMIT, SCAN_SECONDS
