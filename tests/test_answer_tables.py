@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import ast
+import copy
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 import torch
 
@@ -56,11 +59,14 @@ def test_a_recorded_call_is_answered_and_any_other_raises(tmp_path):
     assert all(torch.equal(v, expected[k]) for k, v in model.state_dict().items())
     assert all(layer.alpha == pytest.approx((2 * 3) ** 0.25) for layer in model.layers)
 
-    drifted = _model(0)  # another machine's rounding: the same call
+    drifted = _model(0)  # another processor's draw (other kernels): the same call, its last digits differ
+    noise = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for p in drifted.parameters():
-            p.mul_(1 + 1e-7)
-    answer(SCALE, {"model": drifted}, table)
+            p.mul_(1 + 1e-6 * torch.randn(p.shape, generator=noise))
+    wanted = scale_deepnorm_(copy.deepcopy(drifted)).state_dict()
+    answer(SCALE, {"model": drifted}, table)  # the change is replayed on this model, not the recorded one
+    assert all(torch.allclose(v, wanted[k], rtol=1e-6, atol=1e-9) for k, v in drifted.state_dict().items())
     for other in (_model(1), _model(0).double()):  # another seed, another dtype: not in the table
         with pytest.raises(NotInTable):
             answer(SCALE, {"model": other}, table)
@@ -159,16 +165,18 @@ def test_no_function_of_the_student_wheel_answers_an_exercise(student_helpers, t
                        "check_deepnorm": ["helpers.models.deepnorm:scale_deepnorm_"]}
 
 
-def _feedback(lib: Path | None, source: str, tmp: Path) -> list:
+def _feedback(lib: Path | None, source: str, tmp: Path, environment: dict | None = None) -> list:
     """Run ``source`` (which sets ``results``) with the student copy at ``lib`` (or the book's
-    helpers, hidden cases from the student edition's seed) and return ``results``."""
+    helpers, hidden cases from the student edition's seed), ``environment`` added, and return
+    ``results``."""
     prelude = ("import json, math, numpy as np, torch, helpers\nfrom torch import nn\nimport torch.nn.functional as F\n"
                "from tools import answer_tables\n")
     if lib is None:
         prelude += ("import importlib\nfor n in range(1, 6):\n"
                     "    importlib.import_module(f'helpers.grading.chapter{n}')._rng = answer_tables.student_rng\n")
     script = prelude + source + "\nprint(json.dumps([helpers.__file__, results]))\n"
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{lib}:{ROOT}" if lib else str(ROOT)}
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": f"{lib}:{ROOT}" if lib else str(ROOT),
+           **(environment or {})}
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp, capture_output=True, text=True, env=env,
                          timeout=600)  # not from ROOT: its helpers/ would come first on sys.path
     assert run.returncode == 0, run.stderr[-3000:]
@@ -239,6 +247,8 @@ def off(fn):
 
 @pytest.mark.coursework
 def test_the_student_checkers_accept_the_solutions_and_diagnose_as_the_books_do(student_helpers, tmp_path):
+    """The student's side runs as another processor computes (its table was recorded on this
+    one): a learner's case inputs differ in their last digits, and the verdicts must not."""
     solutions = _solutions()
     assert {name for name, _, _ in solutions} == {c.__name__ for c in answer_tables.function_checkers()}
     source = "results = []\n" + NEAR_MISS
@@ -248,7 +258,8 @@ def test_the_student_checkers_accept_the_solutions_and_diagnose_as_the_books_do(
                    f"wrong = helpers.grading.{checker}(lambda *a, **k: 0.5)\n"
                    f"near = helpers.grading.{checker}(off({fn}))\n"
                    f"results.append([{checker!r}, right.passed, right.lines, wrong.lines, near.lines])\n")
-    student, book = _feedback(student_helpers, source, tmp_path), _feedback(None, source, tmp_path)
+    student = _feedback(student_helpers, source, tmp_path, answer_tables.OTHER_PROCESSOR)
+    book = _feedback(None, source, tmp_path)
     assert all(passed for _, passed, *_ in student), [(c, lines) for c, p, lines, *_ in student if not p]
     assert all(near != right for _, _, right, _, near in student), "the near misses were not caught"
     assert student == book
@@ -256,14 +267,15 @@ def test_the_student_checkers_accept_the_solutions_and_diagnose_as_the_books_do(
 
 @pytest.mark.coursework
 def test_the_student_helpers_run_the_lessons_that_call_a_key(student_helpers):
-    """Each notebook recorded runs from the top on the student's copy, every checker satisfied."""
+    """Each notebook recorded runs from the top on the student's copy, every checker satisfied,
+    as another processor computes (:data:`tools.answer_tables.OTHER_PROCESSOR`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     def run(path: Path) -> str | None:
         try:
             nb = answer_tables.run_as_the_site_does(
                 path, last=f"assert helpers.__file__.startswith({str(student_helpers)!r}), helpers.__file__",
-                env={"PYTHONPATH": str(student_helpers)})
+                env={"PYTHONPATH": str(student_helpers), **answer_tables.OTHER_PROCESSOR})
         except Exception as err:  # noqa: BLE001 (reported below)
             return f"{path.name}: {str(err)[-1500:]}"
         outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
@@ -272,3 +284,29 @@ def test_the_student_helpers_run_the_lessons_that_call_a_key(student_helpers):
     with ThreadPoolExecutor(max_workers=answer_tables.RECORDING_KERNELS) as pool:
         problems = [p for p in pool.map(run, answer_tables.notebooks_to_record()) if p]
     assert not problems, problems
+
+
+LESSON_INPUT = """
+import json, helpers
+from helpers.experiments import init_gradient_profiles
+helpers.seed_everything(0)
+profile = init_gradient_profiles(helpers.data.digits(), 56, norm="batch", init="he", seed=0)["plain"]
+print(json.dumps(list(map(float, profile.weight))))
+"""
+
+
+def test_a_lesson_tool_still_in_the_wheel_gets_inputs_that_differ_by_processor():
+    """Why ``per_layer_factor`` is computed, not looked up (``STILL_IN_THE_WHEEL``): chapter 1,
+    section 4 calls it on the gradient norms of a 56-layer plain net with BatchNorm at
+    initialisation, and another processor's kernels give norms that no table tolerance matches."""
+    from tools.answer_lookup import call_key, close
+
+    def norms(environment: dict) -> list:
+        run = subprocess.run([sys.executable, "-c", LESSON_INPUT], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300, env={**os.environ, "COURSE_WORKERS": "1", **environment})
+        assert run.returncode == 0, run.stderr[-2000:]
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    here, other = norms({}), norms(answer_tables.OTHER_PROCESSOR)
+    assert "helpers.measure.gradients:per_layer_factor" in answer_tables.STILL_IN_THE_WHEEL
+    assert not close(call_key({"norms": np.array(here)})[1], call_key({"norms": np.array(other)})[1])

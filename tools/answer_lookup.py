@@ -199,9 +199,35 @@ def set_leaves(module: torch.nn.Module, values) -> None:
                 setattr(subs[prefix], attr, value if isinstance(value, str) else type(leaves[path])(value))
 
 
+def replayed(current: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The recorded change of one array applied to ``current``, the argument as this call has it.
+
+    ``current`` matched the recorded argument ``before`` within :data:`RTOL`, not bit for bit:
+    a learner's processor draws and sums with other kernels (another vector width, or none). So
+    each entry gets the factor the key applied to it, ``after / before``, rather than the
+    recorded ``after``: for a key that scales entries in place (DeepNorm's ``beta``) the result
+    is the key's answer on ``current`` itself, to float rounding. An entry that was zero before
+    gets ``after``."""
+    current, before, after = (np.asarray(a, dtype=np.float64) for a in (current, before, after))
+    nonzero = before != 0
+    factor = np.divide(after, before, out=np.zeros_like(after), where=nonzero)
+    return np.where(nonzero, current * factor, after)
+
+
 def _apply_changes(module: torch.nn.Module, changes: list, data: dict) -> None:
-    """Make ``module`` what the recorded call left it: ``changes`` is ``[[path, array name], ...]``."""
-    set_leaves(module, [(path, data[name]) for path, name in changes])
+    """Make ``module`` what the recorded call left it: ``changes`` is ``[[path, after], ...]``,
+    each an array's name in ``data``; a floating-point state entry also names the recorded
+    argument's array, ``[path, after, before]``, and its change is replayed relative to this
+    call's argument (:func:`replayed`)."""
+    leaves = dict(module_leaves(module))
+    values = []
+    for path, after, *before in changes:
+        if before:
+            current = leaves[path].detach().cpu().numpy()
+            values.append((path, replayed(current, data[before[0]], data[after]).astype(current.dtype)))
+        else:
+            values.append((path, data[after]))
+    set_leaves(module, values)
 
 
 def answer(name: str, arguments: dict, folder: str | None = None):
