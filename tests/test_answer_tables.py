@@ -295,18 +295,20 @@ print(json.dumps(list(map(float, profile.weight))))
 """
 
 
-def test_a_lesson_tool_still_in_the_wheel_gets_inputs_that_differ_by_processor():
-    """Why ``per_layer_factor`` is computed, not looked up (``STILL_IN_THE_WHEEL``): chapter 1,
-    section 4 calls it on the gradient norms of a 56-layer plain net with BatchNorm at
-    initialisation, and another processor's kernels give norms that no table tolerance matches."""
-    from tools.answer_lookup import call_key, close
+def test_a_lesson_key_gets_the_same_inputs_on_another_processor():
+    """Why ``per_layer_factor`` can be a table: chapter 1, section 4 calls it on the gradient norms
+    of nets at initialisation, the deepest a 56-layer plain net with BatchNorm, which is chaotic;
+    drawn and run in float64, its norms agree between two processors' kernels far within the
+    table's tolerance (in float32 they differed by up to half)."""
+    from tools.answer_lookup import RTOL, call_key, close
 
-    def norms(environment: dict) -> list:
+    def norms(environment: dict) -> np.ndarray:
         run = subprocess.run([sys.executable, "-c", LESSON_INPUT], cwd=ROOT, capture_output=True, text=True,
                              timeout=300, env={**os.environ, "COURSE_WORKERS": "1", **environment})
         assert run.returncode == 0, run.stderr[-2000:]
-        return json.loads(run.stdout.strip().splitlines()[-1])
+        return np.array(json.loads(run.stdout.strip().splitlines()[-1]))
 
     here, other = norms({}), norms(answer_tables.OTHER_PROCESSOR)
-    assert "helpers.measure.gradients:per_layer_factor" in answer_tables.STILL_IN_THE_WHEEL
-    assert not close(call_key({"norms": np.array(here)})[1], call_key({"norms": np.array(other)})[1])
+    assert "helpers.measure.gradients:per_layer_factor" in answer_tables.KEYS
+    assert np.max(np.abs(here - other) / here) < RTOL / 100
+    assert close(call_key({"norms": here})[1], call_key({"norms": other})[1])

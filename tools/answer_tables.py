@@ -59,22 +59,21 @@ KEYS = (
     "helpers.models.deepnorm:scale_deepnorm_",
     "helpers.measure.paths:path_length_counts",
     "helpers.measure.paths:enumerate_path_lengths",
+    "helpers.measure.gradients:per_layer_factor",
 )
 """The answer keys the student edition holds as tables (``module:function``)."""
 STILL_IN_THE_WHEEL = {
-    "helpers.measure.gradients:per_layer_factor":
-        "chapter 1, section 4 measures with it on gradients of a 56-layer plain net with BatchNorm at "
-        "initialisation, which another processor's kernels change by far more than a table's tolerance",
     "helpers.measure.tuning:best_setting":
         "chapter 1, sections 2 and 3 pick each depth's learning rate with it from trained nets' errors, "
         "which another processor's kernels change",
 }
 """Functions of ``helpers`` that answer an exercise and are still computed in the student
 edition, and why: a table answers only the inputs it recorded, up to :data:`~tools.answer_lookup.RTOL`,
-and these lessons' inputs differ from one processor to another (with :data:`OTHER_PROCESSOR`:
-the BatchNorm net's gradient norms by up to half, ``tests/test_answer_tables.py`` checks it;
-section 2's trained errors in 13 of its 15 settings). Taking them out of the wheel means exercises
-that do not ask for a lesson's own tool."""
+and these lessons' inputs differ from one processor to another (with :data:`OTHER_PROCESSOR`,
+chapter 1, section 2's trained errors differed in 13 of its 15 settings). Taking one out of the
+wheel means an exercise that does not ask for a lesson's own tool, or lesson inputs that every
+processor computes alike, as chapter 1, section 4's gradient profiles now are (float64:
+:mod:`helpers.experiments.gradient_flow`), so that ``per_layer_factor`` is a table."""
 OTHER_PROCESSOR = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPAT", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
 """Environment variables under which PyTorch and MKL compute as a processor without AVX2 does
 (their portable kernels; an ARM laptop has other kernels again): random draws and sums differ
