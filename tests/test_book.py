@@ -88,7 +88,7 @@ def test_starters_get_specific_feedback_from_their_checkers():
 
 STARTERS = {
     "ch1/01_degradation.ipynb": ("def my_error_rate", check_error_rate, "not implemented yet"),
-    "ch1/02_learning_rates.ipynb": ("def my_best_rate", check_best_rate, "not implemented yet"),
+    "ch1/02_learning_rates.ipynb": ("def my_clearly_best", check_best_rate, "not implemented yet"),
     "ch1/04_vanishing_gradients.ipynb": ("def my_per_layer_factor", check_per_layer_factor, "return"),
     "ch1/05_residual_block.ipynb": ("def my_residual_block", check_residual_forward, "return"),
     "ch1/08_why_it_works.ipynb": ("def my_path_counts", check_path_counts, "return"),

@@ -60,20 +60,20 @@ KEYS = (
     "helpers.measure.paths:path_length_counts",
     "helpers.measure.paths:enumerate_path_lengths",
     "helpers.measure.gradients:per_layer_factor",
+    "helpers.grading.chapter1:_clearly_best",
 )
 """The answer keys the student edition holds as tables (``module:function``)."""
-STILL_IN_THE_WHEEL = {
-    "helpers.measure.tuning:best_setting":
-        "chapter 1, sections 2 and 3 pick each depth's learning rate with it from trained nets' errors, "
-        "which another processor's kernels change",
-}
+STILL_IN_THE_WHEEL: dict[str, str] = {}
 """Functions of ``helpers`` that answer an exercise and are still computed in the student
-edition, and why: a table answers only the inputs it recorded, up to :data:`~tools.answer_lookup.RTOL`,
-and these lessons' inputs differ from one processor to another (with :data:`OTHER_PROCESSOR`,
-chapter 1, section 2's trained errors differed in 13 of its 15 settings). Taking one out of the
-wheel means an exercise that does not ask for a lesson's own tool, or lesson inputs that every
-processor computes alike, as chapter 1, section 4's gradient profiles now are (float64:
-:mod:`helpers.experiments.gradient_flow`), so that ``per_layer_factor`` is a table."""
+edition (``module:function`` -> why), which the scan of the wheel allows: none. A table
+answers only the inputs it recorded, up to :data:`~tools.answer_lookup.RTOL`, so a lesson
+tool that an exercise asks for can be a table only if every processor computes the lesson's
+inputs alike. Chapter 1, section 4's gradient profiles are computed in float64 for that
+(:mod:`helpers.experiments.gradient_flow`), so ``per_layer_factor`` is a table. Sections 2 and
+3 pick each depth's learning rate with ``best_setting`` from trained nets' errors, which
+another processor changes (with :data:`OTHER_PROCESSOR`, section 2's differed in 13 of its 15
+settings); so section 2's exercise asks whether a rate is *clearly* best, which no lesson
+computes, rather than for ``best_setting``."""
 OTHER_PROCESSOR = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPAT", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}
 """Environment variables under which PyTorch and MKL compute as a processor without AVX2 does
 (their portable kernels; an ARM laptop has other kernels again): random draws and sums differ

@@ -80,64 +80,140 @@ def _compare_factor(got, expected) -> str | None:
     return None
 
 
-def _compare_rate(table: dict):
-    """A comparison that names the usual wrong answers: an error instead of a rate, the worst
-    rate, or the rate of the luckiest single seed."""
+def _means_and_margins(table: dict, rate, *, ddof: int = 1, sqrt: bool = True, per_mean: bool = True) -> dict:
+    """For each rival of ``rate`` in ``table``: ``(difference of mean errors, rival minus rate;
+    twice the standard error of that difference)``. The standard error is
+    ``sqrt(s_rate^2 / n_rate + s_rival^2 / n_rival)``, ``s^2`` the variance of a rate's runs with
+    ``ddof``. The usual slips, for the feedback: ``sqrt=False`` leaves out the square root,
+    ``per_mean=False`` the division by the number of runs (the runs' spread, not the means')."""
+    runs = {lr: np.asarray(v, dtype=float) for lr, v in table.items()}
+    mine = runs[rate]
+    out = {}
+    for lr, other in runs.items():
+        if lr == rate:
+            continue
+        n_mine, n_other = (mine.size, other.size) if per_mean else (1, 1)
+        variance = mine.var(ddof=ddof) / n_mine + other.var(ddof=ddof) / n_other
+        out[lr] = (float(other.mean() - mine.mean()), 2 * float(np.sqrt(variance) if sqrt else variance))
+    return out
+
+
+def _clearly_best(errors_by_rate: dict, rate) -> bool:
+    """Whether ``rate`` is clearly the best of ``errors_by_rate`` (rate -> final errors, one per
+    seed): every other rate's mean error is higher by more than twice the standard error of the
+    difference of the two means (sample variances, ``ddof=1``). With fewer than two runs at any
+    rate there is no spread to judge by: ``False``."""
+    if any(len(v) < 2 for v in errors_by_rate.values()):
+        return False
+    return all(gap > twice_se for gap, twice_se in _means_and_margins(errors_by_rate, rate).values())
+
+
+def _rival_line(table: dict, rate) -> str:
+    """The closest call for ``rate``: the rival whose lead over it is smallest against the noise."""
+    margins = _means_and_margins(table, rate)
+    lr, (gap, twice_se) = min(margins.items(), key=lambda kv: kv[1][0] - kv[1][1])
+    return (f"at {rate:g} the mean error is {np.mean(table[rate]):.3f}; at {lr:g} it is {np.mean(table[lr]):.3f}, "
+            f"a difference of {gap:.3f} against twice its standard error, {twice_se:.3f}")
+
+
+def _compare_clearly_best(table: dict, rate):
+    """A comparison of a learner's True/False that names the usual slips: each a rule that gives
+    the learner's answer here and not the right one (the lowest mean alone, the best single seed,
+    only the runner-up checked, the population variance, the square root or the division by the
+    number of runs left out); where several do, it names them all."""
     means = {lr: float(np.mean(v)) for lr, v in table.items()}
-    worst = max(means, key=means.get)
-    luckiest = min(table, key=lambda lr: float(np.min(table[lr])))
+    runner_up = min((lr for lr in means if lr != rate), key=means.get)
+    enough = all(len(v) >= 2 for v in table.values())
+
+    def clear(**slip) -> bool:
+        return enough and all(g > t for g, t in _means_and_margins(table, rate, **slip).values())
+
+    lenient, strict = True, False  # the wrong answer a slip gives: True (too lenient) or False
+    slips = [  # (the slip's verdict here, the wrong answer it explains, the feedback), the most specific first
+        (enough and all(g > t for g, t in _means_and_margins(
+            {rate: table[rate], runner_up: table[runner_up]}, rate).values()), lenient,
+         "check every rival, not only the runner-up: a rate with a higher mean and widely spread runs "
+         "can be within the noise too"),
+        (clear(ddof=0), lenient, "use the sample variance (ddof=1): the population variance (ddof=0) "
+                                 "underestimates the spread of a handful of seeds"),
+        (clear(sqrt=False), lenient, "the standard error is the square root of s_a^2/n_a + s_b^2/n_b, not that sum"),
+        (clear(per_mean=False), strict, "divide each variance by its number of runs: the noise in a mean of n "
+                                        "runs is smaller than the spread of the runs themselves"),
+        (rate == min(table, key=lambda lr: float(np.min(table[lr]))) and rate != min(means, key=means.get), lenient,
+         "average over the seeds: this rate has the single best run, not the lowest mean"),
+        (rate == min(means, key=means.get), lenient,
+         "the lowest mean alone does not make a rate clearly best: every rival's mean must be higher by "
+         "more than twice the standard error of the difference"),
+    ]
 
     def compare(got, expected) -> str | None:
-        value, problem = as_number(got)
-        if problem:
-            return problem
-        if np.isclose(value, expected):
+        if isinstance(got, np.ndarray) and got.ndim == 0:
+            got = got[()]
+        if not isinstance(got, (bool, np.bool_)):
+            return WrongType(f"returned a {type(got).__name__} ({got!r}); expected True or False.")
+        got = bool(got)
+        if got == expected:
             return None
-        if not any(np.isclose(value, lr) for lr in table):
-            if any(np.isclose(value, e) for v in table.values() for e in [*np.ravel(v), np.mean(v)]):
-                return f"returned {value:.4g}, which is an error, not one of the learning rates {sorted(table)}."
-            return f"returned {value:.4g}, which is not one of the learning rates {sorted(table)}."
-        if np.isclose(value, luckiest):
-            return (f"returned {value:g}, the rate of the single best seed; average over the seeds instead "
-                    "(one lucky seed is not a better rate).")
-        if np.isclose(value, worst):
-            return f"returned {value:g}, the rate with the *highest* mean error; the best has the lowest."
-        return f"returned {value:g}; the lowest mean error is at {expected:g}."
+        if got and not enough:
+            return ("returned True, but some rate has a single run: one run shows no spread, so no rate "
+                    "is clearly better; return False.")
+        found = [message for says, explains, message in slips if says == got == explains]
+        if len(found) > 1:
+            reason = "any of these slips gives that here: " + "; ".join(f"({i}) {m}" for i, m in enumerate(found, 1))
+        else:
+            reason = found[0] if found else f"expected {expected}"
+        return f"returned {got}: {reason}. Here {_rival_line(table, rate)}."
     return compare
 
 
-def _random_table(rng: np.random.Generator) -> dict:
-    """Learning rate -> per-seed errors, with one clearly best mean and a lucky seed elsewhere."""
-    rates = sorted(float(r) for r in rng.choice([0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5], size=int(rng.integers(3, 7)),
-                                                 replace=False))
-    n_seeds = int(rng.integers(2, 6))
-    means = rng.uniform(0.1, 0.9, len(rates))
-    best = int(rng.integers(len(rates)))
-    means[best] = means.min() - 0.08
-    table = {lr: np.clip(m + rng.normal(0, 0.01, n_seeds), 0, 1) for lr, m in zip(rates, means)}
-    others = [lr for i, lr in enumerate(rates) if i != best]
-    lucky = others[int(rng.integers(len(others)))]
-    table[lucky][0] = max(0.0, table[rates[best]].min() - 0.05)  # one lucky seed beats every run of the best rate
-    return {lr: [float(e) for e in v] for lr, v in table.items()}
+def _random_table(rng: np.random.Generator) -> tuple[dict, object]:
+    """Learning rate -> per-seed errors, and a rate to ask about: the lowest mean, clearly best or
+    not (drawn), or another rate. The margins stay well away from twice the standard error."""
+    while True:
+        rates = sorted(float(r) for r in rng.choice([0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5],
+                                                    size=int(rng.integers(3, 6)), replace=False))
+        n_seeds = int(rng.integers(3, 6))
+        spread = float(rng.choice([0.01, 0.05, 0.1]))
+        table = {lr: [float(e) for e in np.clip(rng.uniform(0.1, 0.9) + rng.normal(0, spread, n_seeds), 0, 1)]
+                 for lr in rates}
+        means = {lr: np.mean(v) for lr, v in table.items()}
+        rate = min(means, key=means.get) if rng.random() < 0.7 else rates[int(rng.integers(len(rates)))]
+        margins = _means_and_margins(table, rate)
+        if all(abs(gap - twice_se) > 0.25 * twice_se for gap, twice_se in margins.values()):
+            return table, rate
 
 
 def check_best_rate(fn) -> Feedback:
-    """Check a learner's ``fn(errors_by_rate) -> lr``: the learning rate whose runs have the
-    lowest mean final error (:func:`helpers.measure.tuning.best_setting`).
+    """Check a learner's ``fn(errors_by_rate, rate) -> bool``: whether ``rate`` is *clearly* the
+    best learning rate, by :func:`_clearly_best`'s rule (every rival's mean error higher by more
+    than twice the standard error of the difference, sample variances; a rate with one run: no).
 
-    Known answers (a clear winner, a lucky single seed at a worse rate, one seed only), then
-    two hidden random tables; the answer must be one of the rates, as a number."""
-    hint = "average each rate's errors over its seeds, then pick the rate with the lowest mean."
+    Known tables (a clear winner; a rate that is not the lowest; a lucky seed; a difference
+    within the noise; the sample variance; five seeds, where the standard error is well under the
+    runs' spread; a noisy rival far behind; one run per rate), then
+    two hidden random ones. The course's :func:`~helpers.measure.tuning.best_setting` (the rate
+    with the lowest mean, a step of the answer) is off limits too."""
+    hint = ("compare the rate's mean error with every other rate's: each must be higher by more than "
+            "2 * sqrt(s_a^2/n_a + s_b^2/n_b), s^2 the sample variance (ddof=1) of a rate's runs.")
+    clear = {0.01: [0.5, 0.52, 0.48], 0.1: [0.2, 0.22, 0.18]}
     fixed = [
-        ("two rates, one clearly better", {0.01: [0.5, 0.52, 0.48], 0.1: [0.2, 0.22, 0.18]}),
-        ("a lucky seed at a worse rate", {0.01: [0.05, 0.6, 0.62], 0.05: [0.2, 0.21, 0.19], 0.1: [0.4, 0.41, 0.39]}),
-        ("one seed per rate", {0.02: [0.3], 0.05: [0.1], 0.1: [0.7]}),
+        ("a clear winner", clear, 0.1),
+        ("the same table, asked about the worse rate", clear, 0.01),
+        ("a lucky seed at a worse rate", {0.01: [0.05, 0.6, 0.62], 0.05: [0.2, 0.21, 0.19], 0.1: [0.4, 0.41, 0.39]},
+         0.01),
+        ("the lowest mean, within the noise", {0.02: [0.3, 0.1, 0.2], 0.05: [0.25, 0.35, 0.15]}, 0.02),
+        ("two seeds per rate", {0.1: [0.1, 0.2], 0.2: [0.22, 0.32]}, 0.1),
+        ("five seeds per rate, a clear winner", {0.05: [0.1, 0.2, 0.15, 0.05, 0.25], 0.1: [0.25, 0.35, 0.3, 0.2, 0.4]},
+         0.05),
+        ("a noisy rate far behind", {0.01: [0.2, 0.21, 0.19], 0.05: [0.3, 0.31, 0.29], 0.2: [0.0, 1.0, 0.5]}, 0.01),
+        ("one run per rate", {0.02: [0.3], 0.05: [0.1], 0.1: [0.7]}, 0.05),
     ]
     hidden = _rng()
-    fixed += [("hidden random table", _random_table(hidden)) for _ in range(2)]
-    cases = [Case(f"{name}: {len(table)} rates, {len(next(iter(table.values())))} seed(s) each", (table,),
-                  best_setting(table), hint, compare=_compare_rate(table)) for name, table in fixed]
-    return run_cases("Best learning rate", fn, cases, off_limits=REFERENCES)
+    fixed += [("hidden random table", *_random_table(hidden)) for _ in range(2)]
+    cases = [Case(f"{name}: {len(table)} rates, {len(next(iter(table.values())))} seed(s) each, is {rate:g} "
+                  "clearly best?", (table, rate), _clearly_best(table, rate), hint,
+                  compare=_compare_clearly_best(table, rate)) for name, table, rate in fixed]
+    return run_cases("Clearly the best rate?", fn, cases, off_limits=REFERENCES + (best_setting,))
 
 
 def _residual_reference(x, w1, b1, w2, b2):
@@ -392,6 +468,6 @@ def check_error_rate(fn) -> Feedback:
 
 
 REFERENCES = (per_layer_factor, path_length_counts, enumerate_path_lengths, single_block_lesions,
-              best_setting, _residual_reference)
+              _residual_reference, _clearly_best)
 """The course's answer keys for chapter 1, off limits while a learner's function is checked
 (:func:`check_error_rate` adds the error rate itself)."""
