@@ -515,7 +515,7 @@ def test_bad_arguments_to_the_base_name_the_argument():
             call()
 
 
-def _clearly_best_rule(ddof: int = 1, per_mean: bool = True, rivals: str = "all"):
+def _clearly_best_rule(ddof: int = 1, per_mean: bool = True, rivals: str = "all", factor: float = 2.0):
     """A learner's rule for "is ``rate`` clearly the best": the right one by default, or a slip."""
     def fn(table, rate):
         if any(len(v) < 2 for v in table.values()):
@@ -525,7 +525,7 @@ def _clearly_best_rule(ddof: int = 1, per_mean: bool = True, rivals: str = "all"
         if rivals == "runner-up":
             others = [min(others, key=means.get)]
         n = (lambda v: len(v)) if per_mean else (lambda v: 1)
-        return all(means[lr] - means[rate] > 2 * np.sqrt(np.var(table[rate], ddof=ddof) / n(table[rate])
+        return all(means[lr] - means[rate] > factor * np.sqrt(np.var(table[rate], ddof=ddof) / n(table[rate])
                                                         + np.var(table[lr], ddof=ddof) / n(table[lr]))
                    for lr in others)
     return fn
@@ -545,14 +545,22 @@ def test_best_rate_checker_names_each_mistake():
 
     right = _clearly_best_rule()
     assert check_best_rate(right).passed
+    def twice_as_strict(table, rate):  # a 4-SE margin, stricter than a t-test with three seeds
+        return _clearly_best_rule(factor=4.0)(table, rate)
+
     for fn, needle in ((lowest_mean, "the lowest mean alone does not make a rate clearly best"),
                        (luckiest, "single best run, not the lowest mean"),
                        (_clearly_best_rule(ddof=0), "use the sample variance (ddof=1)"),
                        (_clearly_best_rule(per_mean=False), "divide each variance by its number of runs"),
                        (_clearly_best_rule(rivals="runner-up"), "not only the runner-up"),
+                       (_clearly_best_rule(factor=1.0), "*twice* the standard error"),
+                       (twice_as_strict, "clear by 1.2 times the margin"),
                        (a_rate, "expected True or False")):
         feedback = check_best_rate(fn)
         assert not feedback.passed and needle in str(feedback), (fn, str(feedback))
+    # Yes-or-no answers: the score counts what beats guessing, so a constant answer earns little.
+    assert check_best_rate(lambda table, rate: False).score < 0.3
+    assert check_best_rate(lambda table, rate: True).score == 0
     # The hidden random tables are new on every call, and their margins stay clear of the threshold.
     assert all(check_best_rate(right).passed for _ in range(20))
 

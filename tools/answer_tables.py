@@ -61,6 +61,7 @@ KEYS = (
     "helpers.measure.paths:enumerate_path_lengths",
     "helpers.measure.gradients:per_layer_factor",
     "helpers.grading.chapter1:_clearly_best",
+    "helpers.grading.chapter1:_means_and_margins",
 )
 """The answer keys the student edition holds as tables (``module:function``)."""
 STILL_IN_THE_WHEEL: dict[str, str] = {}

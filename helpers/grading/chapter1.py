@@ -9,6 +9,8 @@ course's references (:data:`REFERENCES`) raise, so calling them is no solution.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -19,6 +21,7 @@ from ..measure.tuning import best_setting
 from ..models.mlp import DeepMLP
 from ..seeding import isolated
 from .base import Case, Feedback, compare_numeric, run_cases
+from .choices import guessing_score
 from .values import WrongType, as_number, as_numeric_array
 
 
@@ -80,12 +83,25 @@ def _compare_factor(got, expected) -> str | None:
     return None
 
 
-def _means_and_margins(table: dict, rate, *, ddof: int = 1, sqrt: bool = True, per_mean: bool = True) -> dict:
+COMBINATIONS = ("welch", "sum", "pooled", "paired")
+
+
+def _variance(runs: np.ndarray, ddof: int) -> float:
+    """The variance of ``runs`` with ``ddof``; NaN (without a warning) for too few runs."""
+    return float(runs.var(ddof=ddof)) if runs.size > ddof else float("nan")
+
+
+def _means_and_margins(table: dict, rate, *, ddof: int = 1, sqrt: bool = True, per_mean: bool = True,
+                       combine: str = "welch") -> dict:
     """For each rival of ``rate`` in ``table``: ``(difference of mean errors, rival minus rate;
-    twice the standard error of that difference)``. The standard error is
-    ``sqrt(s_rate^2 / n_rate + s_rival^2 / n_rival)``, ``s^2`` the variance of a rate's runs with
-    ``ddof``. The usual slips, for the feedback: ``sqrt=False`` leaves out the square root,
-    ``per_mean=False`` the division by the number of runs (the runs' spread, not the means')."""
+    twice the standard error of that difference)``.
+
+    The standard error (``combine="welch"``) is ``sqrt(s_rate^2 / n_rate + s_rival^2 / n_rival)``,
+    ``s^2`` the variance of a rate's runs with ``ddof``. The other arguments give the usual
+    slips, for the feedback: ``sqrt=False`` leaves out the square root, ``per_mean=False`` the
+    division by the number of runs; ``combine="sum"`` adds the two standard errors (error bars
+    that do not overlap), ``"pooled"`` pools the two variances, ``"paired"`` takes the spread of
+    the per-seed differences (equal numbers of runs only; otherwise as ``"welch"``)."""
     runs = {lr: np.asarray(v, dtype=float) for lr, v in table.items()}
     mine = runs[rate]
     out = {}
@@ -93,8 +109,18 @@ def _means_and_margins(table: dict, rate, *, ddof: int = 1, sqrt: bool = True, p
         if lr == rate:
             continue
         n_mine, n_other = (mine.size, other.size) if per_mean else (1, 1)
-        variance = mine.var(ddof=ddof) / n_mine + other.var(ddof=ddof) / n_other
-        out[lr] = (float(other.mean() - mine.mean()), 2 * float(np.sqrt(variance) if sqrt else variance))
+        v_mine, v_other = _variance(mine, ddof) / n_mine, _variance(other, ddof) / n_other
+        if combine == "sum":
+            error = np.sqrt(v_mine) + np.sqrt(v_other)
+        elif combine == "pooled" and mine.size + other.size > 2:
+            pooled = ((mine.size - 1) * mine.var(ddof=1) + (other.size - 1) * other.var(ddof=1)) / (
+                mine.size + other.size - 2)
+            error = np.sqrt(pooled * (1 / mine.size + 1 / other.size))
+        elif combine == "paired" and mine.size == other.size and mine.size > 1:
+            error = np.std(other - mine, ddof=ddof) / np.sqrt(mine.size)
+        else:
+            error = np.sqrt(v_mine + v_other) if sqrt else v_mine + v_other
+        out[lr] = (float(other.mean() - mine.mean()), 2 * float(error))
     return out
 
 
@@ -109,38 +135,57 @@ def _clearly_best(errors_by_rate: dict, rate) -> bool:
 
 
 def _rival_line(table: dict, rate) -> str:
-    """The closest call for ``rate``: the rival whose lead over it is smallest against the noise."""
+    """The closest call for ``rate``: the rival whose lead over it, less twice the standard error
+    of that lead, is smallest (negative: the rival is not clearly beaten)."""
     margins = _means_and_margins(table, rate)
     lr, (gap, twice_se) = min(margins.items(), key=lambda kv: kv[1][0] - kv[1][1])
+    side = "higher" if gap >= 0 else "lower"
     return (f"at {rate:g} the mean error is {np.mean(table[rate]):.3f}; at {lr:g} it is {np.mean(table[lr]):.3f}, "
-            f"a difference of {gap:.3f} against twice its standard error, {twice_se:.3f}")
+            f"{side} by {abs(gap):.3f}, and twice the standard error of that difference is {twice_se:.3f}")
 
 
 def _compare_clearly_best(table: dict, rate):
     """A comparison of a learner's True/False that names the usual slips: each a rule that gives
-    the learner's answer here and not the right one (the lowest mean alone, the best single seed,
-    only the runner-up checked, the population variance, the square root or the division by the
-    number of runs left out); where several do, it names them all."""
+    the learner's wrong answer here (the lowest mean alone, the best single seed, the lowest
+    median, only the runner-up checked, the population variance, the factor 2 or the square root
+    or the division by the number of runs left out, ``>=`` for ``>``, the two standard errors
+    added, pooled or paired); where several do, it names them all, and where none does, it
+    gives the numbers."""
     means = {lr: float(np.mean(v)) for lr, v in table.items()}
     runner_up = min((lr for lr in means if lr != rate), key=means.get)
     enough = all(len(v) >= 2 for v in table.values())
+    margins = _means_and_margins(table, rate) if enough else {}
+    rival = _rival_line(table, rate) if enough else ""  # now: the course's references are off limits in compare
 
     def clear(**slip) -> bool:
         return enough and all(g > t for g, t in _means_and_margins(table, rate, **slip).values())
 
-    lenient, strict = True, False  # the wrong answer a slip gives: True (too lenient) or False
+    lenient, strict = True, False  # the wrong answer a slip gives: True (too lenient) or False (too strict)
     slips = [  # (the slip's verdict here, the wrong answer it explains, the feedback), the most specific first
+        (clear(ddof=0), lenient, "use the sample variance (ddof=1): the population variance (ddof=0) "
+                                 "underestimates the spread of a handful of seeds"),
+        (clear(combine="pooled"), lenient, "do not pool the two variances: with unequal numbers of runs, each "
+                                           "mean's noise is its own variance over its own n"),
+        (clear(combine="paired"), lenient, "treat each rate's runs as independent samples, as the exercise says: "
+                                           "the spread of the per-seed differences is a paired comparison"),
+        (enough and all(g >= t for g, t in margins.values()), lenient,
+         "a tie is not a win: the difference must be strictly larger than twice its standard error (with no "
+         "spread at all, equal means are not clearly different)"),
+        (enough and all(g > t / 2 for g, t in margins.values()), lenient,
+         "the margin is *twice* the standard error of the difference, not once"),
+        (clear(sqrt=False), lenient, "the standard error is the square root of s_a^2/n_a + s_b^2/n_b, not that sum"),
         (enough and all(g > t for g, t in _means_and_margins(
             {rate: table[rate], runner_up: table[runner_up]}, rate).values()), lenient,
          "check every rival, not only the runner-up: a rate with a higher mean and widely spread runs "
          "can be within the noise too"),
-        (clear(ddof=0), lenient, "use the sample variance (ddof=1): the population variance (ddof=0) "
-                                 "underestimates the spread of a handful of seeds"),
-        (clear(sqrt=False), lenient, "the standard error is the square root of s_a^2/n_a + s_b^2/n_b, not that sum"),
         (clear(per_mean=False), strict, "divide each variance by its number of runs: the noise in a mean of n "
                                         "runs is smaller than the spread of the runs themselves"),
+        (clear(combine="sum"), strict, "combine the two standard errors as sqrt(se_a^2 + se_b^2), not se_a + se_b "
+                                       "(error bars that do not overlap ask for more than the rule)"),
         (rate == min(table, key=lambda lr: float(np.min(table[lr]))) and rate != min(means, key=means.get), lenient,
          "average over the seeds: this rate has the single best run, not the lowest mean"),
+        (rate == min(table, key=lambda lr: float(np.median(table[lr]))) and rate != min(means, key=means.get),
+         lenient, "compare means, not medians: the rule is about the mean error over the seeds"),
         (rate == min(means, key=means.get), lenient,
          "the lowest mean alone does not make a rate clearly best: every rival's mean must be higher by "
          "more than twice the standard error of the difference"),
@@ -159,25 +204,25 @@ def _compare_clearly_best(table: dict, rate):
                     "is clearly better; return False.")
         found = [message for says, explains, message in slips if says == got == explains]
         if len(found) > 1:
-            reason = "any of these slips gives that here: " + "; ".join(f"({i}) {m}" for i, m in enumerate(found, 1))
+            reason = ": any of these slips gives that here: " + "; ".join(f"({i}) {m}" for i, m in enumerate(found, 1))
         else:
-            reason = found[0] if found else f"expected {expected}"
-        return f"returned {got}: {reason}. Here {_rival_line(table, rate)}."
+            reason = f": {found[0]}" if found else f"; expected {expected}"
+        return f"returned {got}{reason}. Here {rival}."
     return compare
 
 
 def _random_table(rng: np.random.Generator) -> tuple[dict, object]:
-    """Learning rate -> per-seed errors, and a rate to ask about: the lowest mean, clearly best or
-    not (drawn), or another rate. The margins stay well away from twice the standard error."""
+    """Learning rate -> per-seed errors, and a rate to ask about: mostly the lowest mean, clearly
+    best or not, sometimes another rate. Every margin stays more than 25 % away from twice the
+    standard error, so that rounding cannot flip an answer."""
     while True:
         rates = sorted(float(r) for r in rng.choice([0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5],
                                                     size=int(rng.integers(3, 6)), replace=False))
-        n_seeds = int(rng.integers(3, 6))
         spread = float(rng.choice([0.01, 0.05, 0.1]))
-        table = {lr: [float(e) for e in np.clip(rng.uniform(0.1, 0.9) + rng.normal(0, spread, n_seeds), 0, 1)]
-                 for lr in rates}
+        table = {lr: [float(e) for e in np.clip(rng.uniform(0.1, 0.9) + rng.normal(0, spread, int(rng.integers(3, 6))),
+                                                0, 1)] for lr in rates}
         means = {lr: np.mean(v) for lr, v in table.items()}
-        rate = min(means, key=means.get) if rng.random() < 0.7 else rates[int(rng.integers(len(rates)))]
+        rate = min(means, key=means.get) if rng.random() < 0.85 else rates[int(rng.integers(len(rates)))]
         margins = _means_and_margins(table, rate)
         if all(abs(gap - twice_se) > 0.25 * twice_se for gap, twice_se in margins.values()):
             return table, rate
@@ -188,32 +233,46 @@ def check_best_rate(fn) -> Feedback:
     best learning rate, by :func:`_clearly_best`'s rule (every rival's mean error higher by more
     than twice the standard error of the difference, sample variances; a rate with one run: no).
 
-    Known tables (a clear winner; a rate that is not the lowest; a lucky seed; a difference
-    within the noise; the sample variance; five seeds, where the standard error is well under the
-    runs' spread; a noisy rival far behind; one run per rate), then
-    two hidden random ones. The course's :func:`~helpers.measure.tuning.best_setting` (the rate
-    with the lowest mean, a step of the answer) is off limits too."""
+    Fifteen known tables, six of them with a clear winner (two by only 1.2 and 1.3 times the
+    margin, where a stricter rule or a t-test says no), nine without (a worse rate; a lucky seed;
+    a lower median; a difference within the noise; two seeds, where ``ddof=0`` misleads; a noisy
+    rival far behind; unequal numbers of runs; a tie at zero error; one run per rate), then two
+    hidden random tables. Each answer is a yes or no, so the score counts only the cases beyond
+    what guessing gets (:func:`~helpers.grading.choices.guessing_score`). The course's
+    :func:`~helpers.measure.tuning.best_setting` (the lowest mean, a step of the answer) is off
+    limits too."""
     hint = ("compare the rate's mean error with every other rate's: each must be higher by more than "
             "2 * sqrt(s_a^2/n_a + s_b^2/n_b), s^2 the sample variance (ddof=1) of a rate's runs.")
     clear = {0.01: [0.5, 0.52, 0.48], 0.1: [0.2, 0.22, 0.18]}
+    uneven = [0.1, 0.12, 0.11, 0.09, 0.08]
     fixed = [
         ("a clear winner", clear, 0.1),
         ("the same table, asked about the worse rate", clear, 0.01),
-        ("a lucky seed at a worse rate", {0.01: [0.05, 0.6, 0.62], 0.05: [0.2, 0.21, 0.19], 0.1: [0.4, 0.41, 0.39]},
-         0.01),
-        ("the lowest mean, within the noise", {0.02: [0.3, 0.1, 0.2], 0.05: [0.25, 0.35, 0.15]}, 0.02),
-        ("two seeds per rate", {0.1: [0.1, 0.2], 0.2: [0.22, 0.32]}, 0.1),
         ("five seeds per rate, a clear winner", {0.05: [0.1, 0.2, 0.15, 0.05, 0.25], 0.1: [0.25, 0.35, 0.3, 0.2, 0.4]},
          0.05),
+        ("a lucky seed at a worse rate", {0.01: [0.05, 0.6, 0.62], 0.05: [0.2, 0.21, 0.19], 0.1: [0.4, 0.41, 0.39]},
+         0.01),
+        ("clear by 1.2 times the margin", {0.05: [0.1, 0.2, 0.3], 0.1: [0.296, 0.396, 0.496]}, 0.05),
+        ("the lowest mean, within the noise", {0.02: [0.3, 0.1, 0.2], 0.05: [0.25, 0.35, 0.15]}, 0.02),
+        ("clear by 1.3 times the margin, one rate much noisier", {0.05: [0.1, 0.11, 0.12], 0.1: [0.211, 0.411, 0.611]},
+         0.05),
+        ("two seeds per rate", {0.1: [0.1, 0.2], 0.2: [0.22, 0.32]}, 0.1),
+        ("three rates, each clearly beaten", {0.01: [0.3, 0.32, 0.31], 0.05: [0.1, 0.12, 0.11], 0.2: [0.5, 0.55, 0.45]},
+         0.05),
         ("a noisy rate far behind", {0.01: [0.2, 0.21, 0.19], 0.05: [0.3, 0.31, 0.29], 0.2: [0.0, 1.0, 0.5]}, 0.01),
+        ("unequal numbers of runs, a clear winner", {0.05: uneven, 0.1: [0.5, 0.52]}, 0.05),
+        ("a low median, a noisy mean", {0.05: [0.0, 0.01, 0.5], 0.1: [0.44, 0.45, 0.46]}, 0.05),
+        ("unequal numbers of runs, within the noise", {0.05: uneven, 0.1: [0.2, 0.7]}, 0.05),
+        ("a tie at zero error", {0.05: [0.0, 0.0, 0.0], 0.1: [0.0, 0.0, 0.0]}, 0.05),
         ("one run per rate", {0.02: [0.3], 0.05: [0.1], 0.1: [0.7]}, 0.05),
     ]
     hidden = _rng()
     fixed += [("hidden random table", *_random_table(hidden)) for _ in range(2)]
-    cases = [Case(f"{name}: {len(table)} rates, {len(next(iter(table.values())))} seed(s) each, is {rate:g} "
-                  "clearly best?", (table, rate), _clearly_best(table, rate), hint,
-                  compare=_compare_clearly_best(table, rate)) for name, table, rate in fixed]
-    return run_cases("Clearly the best rate?", fn, cases, off_limits=REFERENCES + (best_setting,))
+    cases = [Case(f"{name}: {len(table)} rates, is {rate:g} clearly best?", (table, rate), _clearly_best(table, rate),
+                  hint, compare=_compare_clearly_best(table, rate)) for name, table, rate in fixed]
+    feedback = run_cases("Clearly the best rate?", fn, cases, off_limits=REFERENCES + (best_setting,))
+    right = round(feedback.score * len(cases))
+    return dataclasses.replace(feedback, score=guessing_score(right, len(cases), 2))
 
 
 def _residual_reference(x, w1, b1, w2, b2):
@@ -468,6 +527,6 @@ def check_error_rate(fn) -> Feedback:
 
 
 REFERENCES = (per_layer_factor, path_length_counts, enumerate_path_lengths, single_block_lesions,
-              _residual_reference, _clearly_best)
+              _residual_reference, _clearly_best, _means_and_margins)
 """The course's answer keys for chapter 1, off limits while a learner's function is checked
 (:func:`check_error_rate` adds the error rate itself)."""
