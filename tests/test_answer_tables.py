@@ -221,8 +221,11 @@ def _solutions() -> list[tuple[str, str, str]]:
 
 NEAR_MISS = '''
 def off(fn):
-    """The solution, its answer's values 10 % off (so that a checker gets past type and shape)."""
+    """The solution, its answer's values 10 % off (so that a checker gets past type and shape), a
+    yes or no turned round."""
     def scale(value):
+        if isinstance(value, (bool, np.bool_)):  # a yes or no: the other answer
+            return not value
         if isinstance(value, dict):
             return {k: scale(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
