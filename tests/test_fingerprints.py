@@ -65,8 +65,17 @@ def _tool(book: Path, *args: str) -> str:
 
 
 def _edit(book: Path, name: str) -> None:
+    """An edit of ``name``'s code (a new module-level name), which changes no result."""
     path = book / name
-    path.write_text(path.read_text() + "\n# an edit that changes the file, not its behaviour\n")
+    path.write_text(path.read_text() + "\n_EDITED = True\n")
+
+
+def _edit_prose(book: Path, name: str) -> None:
+    """An edit of ``name``'s docstrings and comments alone."""
+    path = book / name
+    text = path.read_text()
+    start = text.index('"""') + 3
+    path.write_text(text[:start] + "Reworded. " + text[start:] + "\n# a comment added\n")
 
 
 def test_a_changed_helper_re_sweeps_only_the_notebooks_that_loaded_it(book):
@@ -145,6 +154,21 @@ def test_a_changed_helper_re_executes_only_the_notebooks_that_loaded_it(book):
 
     (book / "helpers" / "digits.npz").write_bytes(b"not the data")  # package data no notebook read
     assert "executed" not in _tool(book, "-m", "tools.execute").replace("2 notebooks", "")
+
+
+def test_a_doc_edit_keeps_the_sweep_record_and_a_code_edit_does_not(book):
+    """The record fingerprints code, not prose: rewording a docstring or a comment of a helper,
+    or a comment in a notebook's code cell, re-sweeps nothing; a change of code re-sweeps."""
+    _tool(book, "-m", "tools.run_notebooks", "--seeds", "1", "--changed")
+    mode, notebooks = MODES["claims-only"], [book / PATHS_NB, book / TUNING_NB]
+    assert fingerprints.plan_sweep(notebooks, mode, (1,), book).run == {}
+    _edit_prose(book, "helpers/measure/paths.py")
+    _notebook(book / TUNING_NB, CELLS[TUNING_NB] + "  # a comment")
+    assert fingerprints.plan_sweep(notebooks, mode, (1,), book).run == {}
+    _edit(book, "helpers/measure/paths.py")
+    assert fingerprints.plan_sweep(notebooks, mode, (1,), book).run == {PATHS_NB: "helpers/measure/paths.py changed"}
+    assert fingerprints.code_fingerprint("x = 1  # one") == fingerprints.code_fingerprint('"""Doc."""\nx = (1)')
+    assert fingerprints.code_fingerprint("x = 1") != fingerprints.code_fingerprint("x = 2")
 
 
 def test_the_committed_sweep_record_is_intact():
@@ -236,6 +260,6 @@ def test_a_notebook_or_helper_edited_during_a_sweep_is_not_recorded(book):
     _edit(book, "helpers/measure/paths.py")
     assert fingerprints.edited_since(before, notebook, loaded, mode, book) == ["helpers/measure/paths.py changed"]
     _edit(book, "helpers/measure/paths.py")  # still not what the run loaded
-    _notebook(notebook, CELLS[PATHS_NB] + "  # a comment")
+    _notebook(notebook, CELLS[PATHS_NB] + "\nassert True")
     assert "its code cells changed" in fingerprints.edited_since(before, notebook, loaded, mode, book)
     assert fingerprints.edited_since(before, book / TUNING_NB, [], mode, book) == ["its code cells changed"]

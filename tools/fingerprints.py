@@ -12,9 +12,14 @@ the sweep's claims-only environment). Nothing else of the tree can change its nu
   ``make sweep-changed`` (CI) re-sweeps every notebook whose entry is missing, stale or not
   intact, and takes the others from the record, saying which and why.
 
-Only the sweep (``tools/run_notebooks.py --seeds``) writes the record; an entry holds the
-SHA-256 of each file, and a digest of the whole entry, so that an entry edited by hand (a
+Only the sweep (``tools/run_notebooks.py --seeds``) writes the record; an entry holds a
+digest of each file, and a digest of the whole entry, so that an entry edited by hand (a
 seed added, a file dropped) no longer matches and is swept again.
+
+The record's digest of a Python file, and of a notebook's code cells, is of their code alone
+(:func:`code_fingerprint`: the syntax tree less docstrings and comments), so that a doc
+edit, a renamed comment or a reflowed line costs no re-sweep. The site's cache keeps the
+digest of the bytes, since a page may show a helper's source (``helpers.source``).
 """
 
 from __future__ import annotations
@@ -43,18 +48,46 @@ def sha256(data: bytes | str) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
-def code_digest(notebook: Path) -> str:
-    """SHA-256 of a notebook's code cells, in order (its prose does not change its numbers)."""
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def code_fingerprint(source: str) -> str:
+    """SHA-256 of Python ``source``'s code: its syntax tree without docstrings, comments or
+    layout; of the text itself where it does not parse (a notebook cell with a magic)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return sha256(source)
+    return sha256(ast.dump(_without_docstrings(tree), annotate_fields=False, include_attributes=False))
+
+
+def code_digest(notebook: Path, *, code_only: bool = False) -> str:
+    """SHA-256 of a notebook's code cells, in order (its prose does not change its numbers);
+    ``code_only``: of each cell's :func:`code_fingerprint` (nor do its comments)."""
     nb = nbformat.read(notebook, as_version=4)
-    return sha256(json.dumps([c.source for c in nb.cells if c.cell_type == "code"]))
+    cells = [c.source for c in nb.cells if c.cell_type == "code"]
+    return sha256(json.dumps([code_fingerprint(c) for c in cells] if code_only else cells))
 
 
-def file_digests(files, root: Path = ROOT) -> dict[str, str]:
-    """``{path: SHA-256 of its bytes}`` for each path relative to ``root`` ("missing" if gone)."""
+def file_digests(files, root: Path = ROOT, *, code_only: bool = False) -> dict[str, str]:
+    """``{path: SHA-256 of its bytes}`` for each path relative to ``root`` ("missing" if gone);
+    ``code_only``: of a Python file's :func:`code_fingerprint` instead."""
     out = {}
     for name in sorted(set(files)):
         path = Path(root) / name
-        out[name] = sha256(path.read_bytes()) if path.is_file() else "missing"
+        if not path.is_file():
+            out[name] = "missing"
+        elif code_only and path.suffix == ".py":
+            out[name] = code_fingerprint(path.read_text(encoding="utf-8"))
+        else:
+            out[name] = sha256(path.read_bytes())
     return out
 
 
@@ -82,13 +115,15 @@ class Dependencies:
     settings: dict[str, str]
 
     @classmethod
-    def of_run(cls, notebook: Path, files, mode: dict, root: Path = ROOT) -> Dependencies:
-        """The dependencies of a run of ``notebook`` that loaded ``files`` (relative to ``root``)."""
-        return cls(code_digest(notebook), file_digests(files, root), settings(mode, root))
+    def of_run(cls, notebook: Path, files, mode: dict, root: Path = ROOT, *, code_only: bool = False) -> Dependencies:
+        """The dependencies of a run of ``notebook`` that loaded ``files`` (relative to ``root``);
+        ``code_only``: by their code alone, as the sweep's record keeps them."""
+        return cls(code_digest(notebook, code_only=code_only), file_digests(files, root, code_only=code_only),
+                   settings(mode, root))
 
-    def now(self, notebook: Path, mode: dict, root: Path = ROOT) -> Dependencies:
+    def now(self, notebook: Path, mode: dict, root: Path = ROOT, *, code_only: bool = False) -> Dependencies:
         """The same files' digests as the tree holds them now."""
-        return Dependencies.of_run(notebook, self.files, mode, root)
+        return Dependencies.of_run(notebook, self.files, mode, root, code_only=code_only)
 
     def changes(self, other: Dependencies) -> list[str]:
         """What differs from ``other`` (the tree now), in words; empty when nothing does."""
@@ -185,7 +220,7 @@ def plan_sweep(notebooks, mode: dict, seeds=SWEEP_SEEDS, root: Path = ROOT) -> S
             plan.run[name] = "; ".join(problems)
             continue
         then = Dependencies(**entry["dependencies"])
-        changes = then.changes(then.now(Path(root) / name, mode, root))
+        changes = then.changes(then.now(Path(root) / name, mode, root, code_only=True))
         missing = sorted(set(seeds) - set(entry["seeds"]))
         if changes:
             plan.run[name] = "; ".join(changes)
@@ -202,9 +237,9 @@ def tree_state(notebooks, mode: dict, root: Path = ROOT) -> dict:
     digest, every file of ``helpers`` by its digest, and the settings; taken before a sweep."""
     helpers = [p.relative_to(root).as_posix() for p in sorted((Path(root) / "helpers").rglob("*")) if p.is_file()
                and "__pycache__" not in p.parts]
-    return {"code": {Path(n).resolve().relative_to(Path(root).resolve()).as_posix(): code_digest(Path(n))
-                     for n in notebooks},
-            "files": file_digests(helpers, root), "settings": settings(mode, root)}
+    return {"code": {Path(n).resolve().relative_to(Path(root).resolve()).as_posix():
+                     code_digest(Path(n), code_only=True) for n in notebooks},
+            "files": file_digests(helpers, root, code_only=True), "settings": settings(mode, root)}
 
 
 def edited_since(state: dict, notebook: Path, files, mode: dict, root: Path = ROOT) -> list[str]:
@@ -213,7 +248,7 @@ def edited_since(state: dict, notebook: Path, files, mode: dict, root: Path = RO
     name = Path(notebook).resolve().relative_to(Path(root).resolve()).as_posix()
     then = Dependencies(state["code"].get(name, "missing"), {f: state["files"].get(f, "missing") for f in files},
                         state["settings"])
-    return then.changes(Dependencies.of_run(Path(root) / name, files, mode, root))
+    return then.changes(Dependencies.of_run(Path(root) / name, files, mode, root, code_only=True))
 
 
 def update_record(results: dict, mode: dict, *, today: str, machine: dict, root: Path = ROOT) -> Path:
@@ -227,7 +262,7 @@ def update_record(results: dict, mode: dict, *, today: str, machine: dict, root:
     entries = {name: entry for name, entry in record.get("notebooks", {}).items() if (Path(root) / name).exists()}
     for notebook, result in results.items():
         name = Path(notebook).resolve().relative_to(Path(root).resolve()).as_posix()
-        deps = Dependencies.of_run(Path(root) / name, result["files"], mode, root).as_dict()
+        deps = Dependencies.of_run(Path(root) / name, result["files"], mode, root, code_only=True).as_dict()
         old = entries.get(name)
         seeds = set(result["seeds"])
         if old and old.get("dependencies") == deps and not integrity_problems(name, old, root):
