@@ -316,7 +316,7 @@ def predictions_notebook(nb: nbformat.NotebookNode, title: str, plain=None) -> n
 def write_predictions(chapter: int, out_dir: Path, root: Path = ROOT) -> list[Path]:
     """Write the predictions hand-in of each section of ``chapter`` that asks for one
     (``<section>_predictions.ipynb``) into ``out_dir``; return their paths."""
-    from tools.student import book_markdown, glued_numbers
+    from tools.plain_markdown import book_markdown, glued_numbers
     from tools.toc import page_title
 
     plain = book_markdown(glued_numbers(root, strict=False), root,

@@ -52,8 +52,7 @@ import nbformat
 from pybtex.database import parse_file
 from pybtex.plugin import find_plugin
 
-from tools.plain_markdown import citation
-from tools.student import book_markdown, contents, glued_numbers
+from tools.plain_markdown import book_markdown, citation, contents, glued_numbers
 from tools.toc import ROOT, page_title, toc_files
 
 DEST = ROOT / "_build" / "lab"

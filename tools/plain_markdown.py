@@ -33,6 +33,9 @@ from pathlib import Path
 
 from pybtex.database import parse_file
 
+from tools.execute import CACHE, executed_notebook, read_cache
+from tools.toc import ROOT, toc_notebooks
+
 ROLE = re.compile(r"\{(?P<role>[a-z]+(?::[a-z]+)?)\}`(?P<body>[^`]*)`")
 EXERCISE = re.compile(r"```\{exercise\}(?P<title>[^\n]*)\n(?P<body>.*?)\n```", re.S)
 ADMONITION = re.compile(r":::\{admonition\}(?P<title>[^\n]*)\n(?P<body>.*?)\n:::", re.S)
@@ -148,3 +151,41 @@ def glued_values(executed_nb) -> dict[str, str]:
             if "name" in scrapbook and text is not None:
                 values[scrapbook["name"]] = text
     return values
+
+
+def glued_numbers(root: Path = ROOT, *, strict: bool = True) -> dict[str, dict[str, str]]:
+    """{notebook file name: {glue name: value}} from the executed notebooks in the cache.
+
+    A notebook without a cached run of its current code raises (``strict``), or is left out."""
+    cache_path = root / CACHE.relative_to(ROOT)
+    if not strict and not cache_path.is_dir():
+        return {}
+    cache, glued = read_cache(cache_path), {}
+    for path in toc_notebooks(root):
+        try:
+            glued[path.name] = glued_values(executed_notebook(path, cache))
+        except KeyError as err:
+            if strict:
+                raise RuntimeError(f"{path.relative_to(root)} has not been executed for its current code: run "
+                                   "`python -m tools.execute` (or `make site`) first") from err
+    return glued
+
+
+def contents(links: dict[str, str]) -> str:
+    """A numbered list of markdown links, {target: title} (for ``{tableofcontents}``)."""
+    return "\n".join(f"1. [{title}]({target})" for target, title in links.items())
+
+
+def book_markdown(glued: dict[str, dict[str, str]], root: Path = ROOT,
+                  missing: Callable[[str, str], str] | None = None) -> Callable[[str, str, dict[str, str]], str]:
+    """``plain(text, here, titles)``: :func:`~tools.plain_markdown.plain_markdown` with the
+    book's bibliography, one exercise count through the book and the exercise labels met so
+    far; call it on every page's markdown in reading order."""
+    bib, count, labels = root / "book" / "references.bib", iter(range(1, 10**6)), {}
+
+    def plain(text: str, here: str, titles: dict[str, str]) -> str:
+        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count), titles=titles,
+                              labels=labels, missing=missing)
+
+    plain.labels = labels
+    return plain
