@@ -43,12 +43,12 @@ def small_book(tmp_path_factory):
     return root
 
 
-def _nbval(root, cache):
+def _nbval(root, cache, *more):
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
     env["COURSE_SEED"] = "7"  # the caller's shell: the kernels must not see it
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "tools.nbval_cache", "--nbval-lax", "-p",
                            "no:cacheprovider", "--book-cache", str(cache), "--book-root", str(root),
-                           "--rootdir", str(root), str(root / "book")],
+                           "--rootdir", str(root), *more, str(root / "book")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -99,3 +99,17 @@ def test_a_second_run_takes_the_passing_notebook_from_the_cache(first_run, small
     assert "taken from the cache" in again.stdout and "holds.ipynb" in again.stdout
     assert "holds.ipynb::Cell" not in again.stdout.replace("taken from the cache", "")
     assert "the claim fails for seed 0" in again.stdout  # the failing one runs again
+
+
+def test_a_run_with_every_notebook_in_the_cache_passes(tmp_path):
+    """``make test`` after ``make site``: nothing to run is a pass, not pytest's exit 5, also
+    with the notebooks spread over workers as ``make test`` does."""
+    (tmp_path / "book").mkdir()
+    _notebook(tmp_path / "book" / "holds.ipynb", HOLDS)
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n- file: book/holds\n")
+    first = _nbval(tmp_path, tmp_path / "cache", "-n", "2", "--dist", "loadfile")
+    assert first.returncode == 0, first.stdout[-3000:]
+    again = _nbval(tmp_path, tmp_path / "cache", "-n", "2", "--dist", "loadfile")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "all 1 notebooks were taken from the cache" in again.stdout

@@ -15,7 +15,8 @@ test`` with its traceback. This plugin makes that run *the* execution of the not
   cached, and its traceback is kept in the cache's project records, as ``tools.execute`` keeps
   it;
 * a notebook whose run is already in the cache, with nothing it loaded changed, is not run again
-  (it is reported as taken from the cache): on a clean clone, as in CI, nbval runs them all.
+  (it is reported as taken from the cache): on a clean clone, as in CI, nbval runs them all;
+  when every notebook is in the cache (``make test`` after ``make site``) the step passes.
 
 With ``-n 2 --dist loadfile`` (pytest-xdist) two notebooks run side by side, each on its own
 worker; writes to the cache are serialised by a file lock.
@@ -175,6 +176,18 @@ class BookCache:
             print(f"\ntaken from the cache (run before, nothing it loaded changed): {path}")
         for path in sorted(outside):
             print(f"\nnot in _toc.yml, not run: {path}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        """No notebook to run because every one is in the cache (``make test`` after ``make
+        site``) is a pass, not pytest's "no tests collected"."""
+        if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED or getattr(session.config, "workerinput", None):
+            return
+        with _locked(self.cache_path):
+            cache = self._cache()
+            if all(cache.get_cached_project_nb(str(path)) is not None for path in self.book):
+                print(f"\nall {len(self.book)} notebooks were taken from the cache: nothing to run")
+                session.exitstatus = pytest.ExitCode.OK
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
