@@ -24,6 +24,8 @@ export COURSE_STATIC_BUILD := 1
 CHAPTER ?=
 NOTEBOOK ?=
 SEEDS ?= 1-9
+# the sweep and the coursework tests write their records (benchmarks/*.json) unless RECORD=0 (CI)
+RECORD ?= 1
 PYTEST := $(BIN)/python -m pytest -ra
 # e.g. PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu": PyTorch's CPU build on Linux
 PIP_ARGS ?=
@@ -54,19 +56,19 @@ test: $(STAMP)
 	$(PYTEST) -n auto --dist loadfile -m "not sweep and not coursework" tests
 
 sweep: $(STAMP)       ## the claims of every notebook (or CHAPTER=N's, or NOTEBOOK=text's) for SEEDS (default 1-9); records them
-	CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
+	COURSE_RECORD=$(RECORD) CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
 
 sweep-changed: $(STAMP) ## as sweep, but takes from benchmarks/sweep.json every notebook unchanged since its seeds held (CI)
-	CHANGED=1 CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
+	COURSE_RECORD=$(RECORD) CHANGED=1 CHAPTER=$(CHAPTER) NOTEBOOK=$(NOTEBOOK) SEEDS=$(SEEDS) $(PYTEST) -s -m sweep tests
 
 test-fast: $(STAMP)   ## unit tests only (no notebook execution, site build or browser)
 	$(PYTEST) -m "not slow and not sweep and not coursework" tests
 
 test-coursework: $(STAMP) ## what an instructor hands out or collects: a graded class, the student edition, the PDF, the site without solutions; records what passed
-	$(PYTEST) -m "coursework and not install" tests
+	COURSE_RECORD=$(RECORD) $(PYTEST) -m "coursework and not install" tests
 
 test-coursework-changed: $(STAMP) ## as test-coursework, but skips each test that benchmarks/coursework.json vouches for (CI)
-	CHANGED=1 $(PYTEST) -m "coursework and not install" tests
+	COURSE_RECORD=$(RECORD) CHANGED=1 $(PYTEST) -m "coursework and not install" tests
 
 test-install: $(STAMP) ## the student edition, installed with its README's command into a clean venv, runs
 	$(PYTEST) -m install tests

@@ -3,9 +3,10 @@
 With ``COURSE_TIMINGS=path.json`` set, the session also writes how long each stage took
 (the execution, the site build, and the tests of each file), for ``make benchmark``.
 
-Every coursework test that passes is written into ``benchmarks/coursework.json`` with the
-digest of what it depends on; with ``CHANGED=1`` (``make test-coursework-changed``, CI) a
-coursework test whose entry still holds is skipped, saying so (``tools/coursework_record.py``).
+With ``COURSE_RECORD=1`` (``make test-coursework``), every coursework test that passes is
+written into ``benchmarks/coursework.json`` with the digest of what it depends on; with
+``CHANGED=1`` (``make test-coursework-changed``, CI) a coursework test whose entry still holds
+is skipped, saying so (``tools/coursework_record.py``). Other test commands write no record.
 """
 
 from __future__ import annotations
@@ -89,6 +90,12 @@ def browser():
 COURSEWORK_PASSED: dict[str, float] = {}
 
 
+def _recording() -> bool:
+    """Whether a maintainer asked for the records to be written (``make test-coursework``,
+    ``make sweep``: ``COURSE_RECORD=1``); other test commands leave the tree as it was."""
+    return os.environ.get("COURSE_RECORD", "").strip() == "1"
+
+
 def _changed_only() -> bool:
     return os.environ.get("CHANGED", "").strip().lower() in {"1", "yes", "true"}
 
@@ -129,7 +136,7 @@ def pytest_sessionfinish(session, exitstatus):
     """Record the coursework tests that passed; with ``COURSE_TIMINGS``, write the timings. Under
     pytest-xdist each worker times the fixtures it set up and leaves them beside the target; the
     controller, which gets every test's report, merges them in."""
-    if COURSEWORK_PASSED and getattr(session.config, "workerinput", None) is None:
+    if COURSEWORK_PASSED and _recording() and getattr(session.config, "workerinput", None) is None:
         from tools.coursework_record import update_record
         from tools.speed_index import machine
 

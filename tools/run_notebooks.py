@@ -204,11 +204,13 @@ def seed_failures(paths, seed_list, workers: int | None = None, root: Path = ROO
     return sweep(paths, seed_list, workers, root)[0]
 
 
-def sweep_and_record(paths, seed_list, *, changed_only: bool = False, root: Path = ROOT) -> list[str]:
+def sweep_and_record(paths, seed_list, *, changed_only: bool = False, record: bool = True,
+                     root: Path = ROOT) -> list[str]:
     """The seed sweep as ``make sweep`` and CI run it: with ``changed_only``, first take from the
     record (``benchmarks/sweep.json``, :func:`fingerprints.plan_sweep`) every notebook whose
     claims held for ``seed_list`` and whose dependencies have not changed since, saying which
-    and why; sweep the rest; write the seeds that held into the record. Returns the failures."""
+    and why; sweep the rest; write the seeds that held into the record (unless not ``record``).
+    Returns the failures."""
     from datetime import date
 
     from tools.fingerprints import edited_since, plan_sweep, tree_state, update_record
@@ -233,9 +235,9 @@ def sweep_and_record(paths, seed_list, *, changed_only: bool = False, root: Path
         if edits:
             del held[notebook]
             failures.append(f"{notebook}: edited while it was swept ({', '.join(edits)}); sweep it again")
-    if held:
-        record = update_record(held, CLAIMS_ONLY, today=date.today().isoformat(), machine=about, root=root)
-        print(f"recorded {len(held)} notebooks in {record}", flush=True)
+    if held and record:
+        path = update_record(held, CLAIMS_ONLY, today=date.today().isoformat(), machine=about, root=root)
+        print(f"recorded {len(held)} notebooks in {path}", flush=True)
     return failures
 
 
