@@ -374,6 +374,9 @@ def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
     assert "course-model-answer" not in (HTML / "book/ch3/03_add_or_concat.html").read_text(encoding="utf-8"), \
         "a discussion's model answer is a solution too"
     assert not list((HTML / "_sources").rglob("*.ipynb")), "the book's own notebooks hold the solutions"
+    assert (site / "_modules/helpers/measure/backprop.html").is_file(), "the site itself links the source"
+    assert not (HTML / "_modules").exists(), "the class's site publishes no checker's or key's source"
+    assert "_modules/" not in (HTML / "book/appendix/api.html").read_text(encoding="utf-8")
     for page in NOTEBOOK_PAGES:
         if "Solution to" in _html(site, page):
             _plain_and_run(_download(HTML, page), solutions=False)

@@ -2,8 +2,8 @@
 test-coursework``; CI runs ``make test-coursework-changed``).
 
 The coursework tests (a graded class, every chapter graded with its own solutions in the
-sandbox, the student edition and its answer tables, the PDF, the site without solutions) take
-about 25 minutes on two cores, and CI has an hour for everything. Like the seed sweep's record
+sandbox, the student edition, the PDF, the site without solutions) take
+about 20 minutes on two cores, and CI has an hour for everything. Like the seed sweep's record
 (:mod:`tools.fingerprints`), ``benchmarks/coursework.json`` keeps, for each coursework test that
 passed, one SHA-256 of every file it could depend on (and, to say which changed, the files'
 digests at the record's last update), the pins and Python version, the date and
@@ -35,8 +35,8 @@ TREES = ("book", "helpers", "tools", "tests")
 TOP = ("Makefile", "_config.yml", "_toc.yml", "pyproject.toml", "requirements.txt")
 NOT_INPUTS = ("README.md", "CHANGELOG.md", "CONTRIBUTING.md", "CITATION.cff", "LICENSE", "LICENSE-CONTENT",
               "benchmarks/", ".ci/")
-"""The project's documents and records: no test reads them (README.md's commands are run by CI,
-not by a coursework test)."""
+"""The project's documents and records: no coursework test reads them (README.md's commands are
+run by CI; ``tests/test_readme.py``, which checks its tables, is not a coursework test)."""
 IGNORED = re.compile(r"(^|/)(__pycache__|\.[^/]*|[^/]*\.egg-info)(/|$)|\.pyc$")
 """Caches and tools' litter, never tracked: Python's, and every hidden file or folder (``.ruff_cache``,
 ``.ipynb_checkpoints``, ``.pytest_cache``), which the tests create as they run."""

@@ -3,7 +3,9 @@
     python -m tools.site_without_solutions     # -> _build/no-solutions/_build/html
 
 The same book and the same executed notebooks (the jupyter-cache of ``make site``), built
-with ``course_hide_solutions`` (``book/_ext/course_solutions.py``) into a folder of its own.
+with ``course_hide_solutions`` (``book/_ext/course_solutions.py``) into a folder of its own,
+and without the API page's source pages (``sphinx.ext.viewcode``), which would publish the
+checkers and the answer keys a class's exercises are graded against.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def build(root: Path = ROOT, out: Path = OUT) -> subprocess.CompletedProcess:
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     config["execute"]["cache"] = str(CACHE)  # the site's executed notebooks
     config["sphinx"].setdefault("config", {})["course_hide_solutions"] = True
+    config["sphinx"]["extra_extensions"].remove("sphinx.ext.viewcode")  # no _modules/: no key's source
     # paths in the config are read relative to the config file, which lies elsewhere here
     config["sphinx"]["local_extensions"] = {name: str(root / path)
                                             for name, path in config["sphinx"]["local_extensions"].items()}

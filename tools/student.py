@@ -11,9 +11,9 @@ It writes ``student-edition/residual-course-student/`` and ``student-edition/res
   citations as the site does; the glued numbers come from the book's executed notebooks
   (``tools/execute.py`` must have run, as ``make student`` does);
 * ``wheels/``: the ``helpers`` package as a wheel (the package alone: no tests, no tools,
-  no book), in which each answer key that the lessons and checkers compute with
-  (:data:`tools.answer_tables.KEYS`) is a look-up of the answers it gave to the calls the
-  notebooks make, and no notebook prints one (:func:`tools.classroom.printed_key`);
+  no book), as the site's API pages publish it; no notebook prints an answer key
+  (:func:`tools.classroom.printed_key`). A graded class keeps keys from its answers in the
+  grader's sandbox (:mod:`tools.judge.keyfree`), where that can be enforced;
 * ``requirements.txt``: the book's exact pins of what the notebooks need, and the wheel;
 * ``README.md``: the two commands, for students.
 
@@ -30,15 +30,12 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
 
-from tools import answer_tables
 from tools.classroom import release
-from tools.execute import CACHE, executed_notebook, read_cache
-from tools.plain_markdown import glued_values, plain_markdown
+from tools.plain_markdown import book_markdown, contents, glued_numbers
 from tools.toc import ROOT, page_title, toc_notebooks
 
 NAME = "residual-course-student"
@@ -88,13 +85,16 @@ def student_requirements(wheel: Path, root: Path = ROOT) -> str:
     :data:`TO_RUN_NOTEBOOKS`, then the wheel itself."""
     with zipfile.ZipFile(wheel) as z:
         metadata = next(z.read(n).decode() for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-    needed = [re.match(r"[A-Za-z0-9_.-]+", line.removeprefix("Requires-Dist:").strip())[0].lower()
+    def normal(name: str) -> str:  # PEP 503: lazy_loader and lazy-loader are one package
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    needed = [normal(re.match(r"[A-Za-z0-9_.-]+", line.removeprefix("Requires-Dist:").strip())[0])
               for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     pins = {}
     for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
         match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
         if match:
-            pins[match[1].lower()] = line.strip()
+            pins[normal(match[1])] = line.strip()
     packages = [*needed, *TO_RUN_NOTEBOOKS]
     missing = [p for p in packages if p not in pins]
     if missing:
@@ -103,14 +103,11 @@ def student_requirements(wheel: Path, root: Path = ROOT) -> str:
 
 
 def build_wheel(out_dir: Path, root: Path = ROOT) -> Path:
-    """The ``helpers`` package as a wheel in ``out_dir`` (``pip wheel``, no dependencies), its
-    answer keys replaced by the answers they gave (:mod:`tools.answer_tables`, which records
-    them first where the book changed)."""
+    """The ``helpers`` package alone as a wheel in ``out_dir`` (``pip wheel``, no dependencies)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = answer_tables.record(root / answer_tables.OUT.relative_to(ROOT), root)
     with tempfile.TemporaryDirectory() as build:
         source = Path(build) / "source"  # a copy, so that setuptools' build/ lands outside the repository
-        answer_tables.student_copy(source, table, root)
+        shutil.copytree(root / "helpers", source / "helpers", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         for name in ("pyproject.toml", "README.md"):
             shutil.copyfile(root / name, source / name)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", build,
@@ -119,47 +116,9 @@ def build_wheel(out_dir: Path, root: Path = ROOT) -> Path:
         return Path(shutil.copy(wheel, out_dir / wheel.name))
 
 
-def glued_numbers(root: Path = ROOT, *, strict: bool = True) -> dict[str, dict[str, str]]:
-    """{notebook file name: {glue name: value}} from the executed notebooks in the cache.
-
-    A notebook without a cached run of its current code raises (``strict``), or is left out."""
-    cache_path = root / CACHE.relative_to(ROOT)
-    if not strict and not cache_path.is_dir():
-        return {}
-    cache, glued = read_cache(cache_path), {}
-    for path in toc_notebooks(root):
-        try:
-            glued[path.name] = glued_values(executed_notebook(path, cache))
-        except KeyError as err:
-            if strict:
-                raise RuntimeError(f"{path.relative_to(root)} has not been executed for its current code: run "
-                                   "`python -m tools.execute` (or `make site`) first") from err
-    return glued
-
-
-def contents(links: dict[str, str]) -> str:
-    """A numbered list of markdown links, {target: title} (for ``{tableofcontents}``)."""
-    return "\n".join(f"1. [{title}]({target})" for target, title in links.items())
-
-
 def _contents(notebooks: list[Path]) -> str:
     """A list of links to ``notebooks`` under their first headings (for ``{tableofcontents}``)."""
     return contents({path.name: page_title(path) for path in notebooks})
-
-
-def book_markdown(glued: dict[str, dict[str, str]], root: Path = ROOT,
-                  missing: Callable[[str, str], str] | None = None) -> Callable[[str, str, dict[str, str]], str]:
-    """``plain(text, here, titles)``: :func:`~tools.plain_markdown.plain_markdown` with the
-    book's bibliography, one exercise count through the book and the exercise labels met so
-    far; call it on every page's markdown in reading order."""
-    bib, count, labels = root / "book" / "references.bib", iter(range(1, 10**6)), {}
-
-    def plain(text: str, here: str, titles: dict[str, str]) -> str:
-        return plain_markdown(text, glued=glued, here=here, bib=bib, number=lambda: next(count), titles=titles,
-                              labels=labels, missing=missing)
-
-    plain.labels = labels
-    return plain
 
 
 def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
