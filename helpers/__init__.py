@@ -11,8 +11,9 @@ every figure, the first included, is shown in the house format
 
 from __future__ import annotations
 
-import importlib
 import sys
+
+import lazy_loader
 
 from .reporting import glue
 from .seeding import default_seed, seed_everything, seeds_of_run
@@ -20,22 +21,14 @@ from .source import show_source
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = ("data", "environment", "experiments", "grading", "measure", "models", "plots", "published",
-                "training", "widgets")
-
+__getattr__, _, _SUBPACKAGES = lazy_loader.attach(__name__, submodules=[
+    "data", "environment", "experiments", "grading", "measure", "models", "plots", "published", "training",
+    "widgets"])
 __all__ = [*_SUBPACKAGES, "default_seed", "seed_everything", "seeds_of_run", "show_source", "glue"]
 
 
-def __getattr__(name: str):
-    if name in _SUBPACKAGES:
-        module = importlib.import_module(f"{__name__}.{name}")
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_SUBPACKAGES))
+    return sorted(__all__)
 
 
 def _in_notebook() -> bool:

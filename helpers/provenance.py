@@ -5,7 +5,7 @@ A notebook's results depend on its own code cells and on the parts of ``helpers`
 The build tools (``tools/fingerprints.py``) ask the run, at its end, for
 :func:`loaded_files`, and fingerprint exactly those files: a change to a module that a
 notebook never loaded does not re-run it, and a change to one it did always does. Because the
-subpackages load their modules on first use (``helpers._lazy``), the modules in
+subpackages load their modules on first use (``lazy_loader``), the modules in
 ``sys.modules`` are the ones the run used, not the whole package.
 
 Package data (files beside the code, such as ``digits.npz``) is read through

@@ -5,6 +5,11 @@ site and ``make test`` run every notebook with seed 0; ``make sweep`` re-runs th
 ``COURSE_SEED`` set to 1, ..., 9 to check that each asserted claim is robust rather than
 lucky. A notebook that trains several nets draws their seeds with :func:`seeds_of_run`, so
 no two notebook seeds share a net.
+
+Only a notebook's first cell touches global state (:func:`seed_everything`). Inside
+``helpers`` an experiment seeds locally: :func:`isolated` around what draws from PyTorch's
+global generator (a net's initial weights), :func:`generator` where a draw takes one (an
+order, a sample); neither changes the notebook's own random sequence.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ def default_seed() -> int:
 
 
 def seed_everything(seed: int | None = None, *, threads: int | None = 1) -> int:
-    """Seed ``random``, NumPy and PyTorch with ``seed`` (default: :func:`default_seed`).
+    """Seed ``random``, NumPy and PyTorch with ``seed`` (default: :func:`default_seed`): a
+    notebook's first cell, never a helper (module docstring).
 
     Unless ``threads`` is None, also sets PyTorch's number of CPU threads (default 1).
     The course's nets are tiny (a batch of 128 rows of width 32), and for them one thread

@@ -37,7 +37,6 @@ from tqdm.auto import tqdm
 
 from ._checks import choice, positive_int, real_number
 from .environment import show_progress
-from .seeding import generator
 from .stack import Stack
 
 OPTIMIZERS = ("sgd", "adam")
@@ -83,16 +82,23 @@ def rates(lrs: Sequence[float], warmups: Sequence[int], k: int) -> torch.Tensor:
 
 def train_steps(models: Sequence[nn.Module], batches: Iterable[tuple[torch.Tensor, torch.Tensor]], *,
                 steps: int, lrs: Sequence[float], warmups: Sequence[int], optimizer: str = "sgd",
-                momentum: float = 0.9, weight_decay: float = 0.0, progress: bool | None = None,
+                momentum: float = 0.9, weight_decay: float | Sequence[float] = 0.0, progress: bool | None = None,
                 description: str = "training") -> tuple[np.ndarray, np.ndarray]:
     """Train ``models`` (one structure) for ``steps`` steps, in place (module docstring).
 
     ``batches`` yields ``(inputs, targets)`` with a leading member axis: member ``e``
-    classifies ``inputs[e]`` as ``targets[e]``. Returns ``(losses, errors)``, each of shape
-    ``(steps, E)``: member ``e``'s mean cross-entropy (nats) and share misclassified on step
-    ``k``'s batch, before step ``k``'s update.
+    classifies ``inputs[e]`` as ``targets[e]``. ``weight_decay`` is one value for all
+    members, or one per member: member ``e`` then adds ``weight_decay[e] * θ_e`` to its
+    gradient before the optimiser's step, as ``torch.optim``'s ``weight_decay`` does.
+    Returns ``(losses, errors)``, each of shape ``(steps, E)``: member ``e``'s mean
+    cross-entropy (nats) and share misclassified on step ``k``'s batch, before step ``k``'s
+    update. The arguments are the caller's, checked (:func:`fit`,
+    :func:`helpers.sequence_training.fit_sequences`).
     """
     stack = Stack(models).train()
+    decays = None
+    if isinstance(weight_decay, (list, tuple)):  # each member its own: added to the gradient below
+        decays, weight_decay = torch.tensor(weight_decay, dtype=stack.flat.dtype)[stack.member_of], 0.0
     opt = make_optimizer([stack.flat], optimizer, momentum, weight_decay)
     losses, errors = torch.empty(steps, len(stack)), torch.empty(steps, len(stack))
     bar = tqdm(batches, total=steps, desc=description, disable=not show_progress(progress), leave=False)
@@ -103,6 +109,9 @@ def train_steps(models: Sequence[nn.Module], batches: Iterable[tuple[torch.Tenso
         loss = loss.mean(dim=1)
         stack.zero_grad()
         loss.sum().backward()
+        if decays is not None:
+            with torch.no_grad():
+                stack.flat.grad.add_(stack.flat * decays)
         before = stack.flat.detach().clone()
         opt.step()
         with torch.no_grad():  # θ ← θ_before + η_e(k) Δ_e, Δ_e the step at learning rate 1
@@ -117,7 +126,7 @@ def train_steps(models: Sequence[nn.Module], batches: Iterable[tuple[torch.Tenso
 
 def fit(model: nn.Module | Sequence[nn.Module], x: torch.Tensor, y: torch.Tensor, *, epochs: int,
         lr: float | Sequence[float], batch_size: int = 128, momentum: float = 0.9,
-        weight_decay: float = 1e-4, optimizer: str = "sgd", seed: int | Sequence[int] = 0,
+        weight_decay: float | Sequence[float] = 1e-4, optimizer: str = "sgd", seed: int | Sequence[int] = 0,
         warmup_steps: int | Sequence[int] = 0, progress: bool | None = None,
         description: str = "training") -> History | list[History]:
     """Train ``model`` (one net, or a list of nets of one structure trained at once) to
@@ -125,8 +134,8 @@ def fit(model: nn.Module | Sequence[nn.Module], x: torch.Tensor, y: torch.Tensor
     :class:`History` (a list of them for a list of nets). The nets are trained in place.
 
     Each epoch visits the training set once in mini-batches of ``batch_size``, in an order
-    drawn afresh from ``seed`` (the nets' initialisation is the caller's). ``lr``, ``seed``
-    and ``warmup_steps`` are one value or one per net; ``warmup_steps`` > 0 ramps the
+    drawn afresh from ``seed`` (the nets' initialisation is the caller's). ``lr``, ``seed``,
+    ``weight_decay`` and ``warmup_steps`` are one value or one per net; ``warmup_steps`` > 0 ramps the
     learning rate up linearly over the first steps (:func:`rates`). ``progress=None``
     shows a bar unless this is a static build.
     """
@@ -138,11 +147,14 @@ def fit(model: nn.Module | Sequence[nn.Module], x: torch.Tensor, y: torch.Tensor
     warmups = per_member("warmup_steps", warmup_steps, n, lambda k, v: positive_int(k, v, minimum=0))
     optimizer = choice("optimizer", optimizer, OPTIMIZERS)
     momentum = real_number("momentum", momentum, low=0.0)
-    weight_decay = real_number("weight_decay", weight_decay, low=0.0)
+    if isinstance(weight_decay, (list, tuple)):
+        weight_decay = per_member("weight_decay", weight_decay, n, lambda k, v: real_number(k, v, low=0.0))
+    else:
+        weight_decay = real_number("weight_decay", weight_decay, low=0.0)
     if len(x) != len(y):
         raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
 
-    gens = [generator(s) for s in seeds]
+    gens = [torch.Generator().manual_seed(s) for s in seeds]  # the seeds checked above
     sizes = [len(c) for c in torch.arange(len(x)).split(batch_size)]
 
     def batches():

@@ -9,7 +9,7 @@ import torch
 import helpers
 from helpers import plots
 from helpers.experiments import effective_depth, rank_agreement, scale_profile
-from helpers.experiments.effective_depth import carve_validation, decay_sweep, train_with_decays
+from helpers.experiments.effective_depth import carve_validation, decay_sweep
 from helpers.experiments.joins import JoinRun
 from helpers.measure.cost import stream_gradient_norms
 from helpers.models import JoinedMLP
@@ -71,7 +71,7 @@ def test_carve_validation_holds_out_a_share_of_each_class():
         carve_validation((data.x_train, data.y_train))
 
 
-def test_train_with_decays_trains_each_net_as_fit_would_alone():
+def test_fit_with_a_weight_decay_per_net_trains_each_as_it_would_alone():
     from helpers.models.mlp import DeepMLP
     from helpers.seeding import isolated
     from helpers.training import fit
@@ -87,17 +87,16 @@ def test_train_with_decays_trains_each_net_as_fit_would_alone():
     fit(alone[0], x, y, epochs=2, lr=0.05, seed=3, weight_decay=5e-3, progress=False)
     fit(alone[1], x, y, epochs=2, lr=0.05, seed=4, weight_decay=1e-4, progress=False)
     together = [net(3), net(4), net(3)]
-    train_with_decays(together, x, y, weight_decays=[5e-3, 1e-4, 0.0], seeds=[3, 4, 3], epochs=2, lr=0.05,
-                      progress=False)
+    fit(together, x, y, weight_decay=[5e-3, 1e-4, 0.0], seed=[3, 4, 3], epochs=2, lr=0.05, progress=False)
     for a, b in zip(alone, together):
         for p, q in zip(a.state_dict().values(), b.state_dict().values()):
             assert torch.allclose(p.float(), q.float(), atol=1e-5)
     # the third net differs from the first only in its decay, and that shows
     assert not torch.allclose(together[0].head.weight, together[2].head.weight, atol=1e-4)
-    with pytest.raises(ValueError, match="equally long"):
-        train_with_decays(together, x, y, weight_decays=[0.0], seeds=[0, 1, 2], epochs=1, lr=0.05)
-    with pytest.raises(ValueError, match="weight_decays"):
-        train_with_decays(together, x, y, weight_decays=[0.0, -1.0, 0.0], seeds=[0, 1, 2], epochs=1, lr=0.05)
+    with pytest.raises(ValueError, match="weight_decay must be one value or one per net"):
+        fit(together, x, y, weight_decay=[0.0, 1e-4], epochs=1, lr=0.05)
+    with pytest.raises(ValueError, match="weight_decay must be >= 0"):
+        fit(together, x, y, weight_decay=[0.0, -1.0, 0.0], epochs=1, lr=0.05)
 
 
 def test_decay_sweep_gives_each_decay_the_same_starting_nets():

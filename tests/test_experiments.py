@@ -122,8 +122,8 @@ def test_norm_order_profiles_one_entry_per_layer():
 def test_norm_order_seeds_draw_their_own_nets(monkeypatch):
     from helpers.experiments import norm_order
 
-    used, real = [], norm_order.seed_everything
-    monkeypatch.setattr(norm_order, "seed_everything", lambda s: used.append(s) or real(s))
+    used, real = [], norm_order.isolated
+    monkeypatch.setattr(norm_order, "isolated", lambda s: used.append(s) or real(s))
     norm_order.norm_order_profiles(2, seed=1, d_model=16, d_ff=32, batch=8, n_inits=2)
     # Seed 1 draws nets 2 and 3 for both orders (seed 0 draws 0 and 1): no net is shared.
     assert used == [2, 3, 2, 3]

@@ -1,4 +1,4 @@
-"""helpers' subpackages load a module only when one of its names is first used (helpers._lazy)."""
+"""helpers' subpackages load a module only when one of its names is first used (lazy_loader)."""
 
 import importlib
 import subprocess
@@ -19,7 +19,7 @@ def test_every_exported_name_resolves_and_all_lists_them(name):
         for n in names:
             assert getattr(package, n) is getattr(source, n)
     assert exported <= set(dir(package))
-    with pytest.raises(AttributeError, match=f"module 'helpers.{name}' has no attribute 'no_such_name'"):
+    with pytest.raises(AttributeError, match=f"No helpers.{name} attribute no_such_name"):
         package.no_such_name  # noqa: B018
 
 
@@ -30,4 +30,13 @@ def test_using_one_name_loads_its_module_only():
             "after = {k for k in sys.modules if k.startswith('helpers.measure.')}\n"
             "assert before == set(), before\n"
             "assert after == {'helpers.measure.paths'}, after\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_name_shared_by_a_function_and_its_module_gives_the_function():
+    code = ("import importlib, helpers.experiments as e\n"
+            "importlib.import_module('helpers.experiments.effective_depth')\n"
+            "assert callable(e.effective_depth) and e.effective_depth.__name__ == 'effective_depth'\n"
+            "import helpers\n"
+            "assert {'glue', 'measure', 'seed_everything'} <= set(dir(helpers))\n")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+import lazy_loader
 
-# Each name loads its module on first use (helpers._lazy): a run imports only what it uses.
+# Each name loads its module on first use (lazy_loader), so that a run imports only the modules it
+# uses, and what its results depend on is that list (helpers.provenance, tools/fingerprints.py).
 _EXPORTS = {
     "branch_scale": ("ScaleProfile", "ScaleRun", "init_scale_sweep", "scale_profile"),
     "degradation": ("DegradationResult", "run_degradation"),
@@ -27,19 +28,4 @@ _EXPORTS = {
     "twins": ("train_twins", "train_twins_for_seeds"),
 }
 
-__all__ = [
-    "GridRun", "InitGradients", "gradients_at_init", "train_grid",
-    "ScaleRun", "ScaleProfile", "init_scale_sweep", "scale_profile", "JoinRun", "compare_joins",
-    "SwitchedOff", "effective_depth", "rank_agreement",
-    "DegradationResult", "run_degradation", "init_gradient_profiles", "IdentityRace", "identity_race",
-    "identity_races", "steps_to", "weight_decay_branches", "errors_by_count", "lesion_choices",
-    "norm_order_profiles", "norm_order_by_depth", "NormOrderByDepth", "depth_exponent", "block_spectra",
-    "share_near_one", "train_twins", "train_twins_for_seeds", "train_loss_surfaces",
-    "SignalThroughDepth", "digit_twins", "signal_through_depth", "SETUPS", "decay_fits", "first_steps",
-    "gradients_on_grid",
-    "input_grid", "minibatch_agreement", "noise_references", "scalar_twins", "shattering_by_depth",
-    "IncrementRun", "incremental_explosion", "DepthGradients", "ScaleGradients", "chain_profiles",
-    "gradients_by_depth", "gradients_by_scale",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_EXPORTS)

@@ -217,7 +217,7 @@ def stability_map(x: torch.Tensor, y: torch.Tensor, *, rows, lrs, seeds=(0,), bl
     rows = [(choice("rows[i][0]", a, ARCHITECTURES), real_number("rows[i][1]", s, low=0.0, low_inclusive=False))
             for a, s in non_empty("rows", rows)]
     lrs = tuple(real_number("lrs[i]", lr, low=0.0, low_inclusive=False) for lr in non_empty("lrs", lrs))
-    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
+    seeds = non_empty("seeds", seeds)  # each seed checked where it is used (isolated, fit)
     optimizer = choice("optimizer", optimizer, OPTIMIZERS)
     epochs = positive_int("epochs", epochs)
     runs = []
@@ -269,7 +269,7 @@ def sublayer_gradients(x: torch.Tensor, y: torch.Tensor, *, architecture: str, b
     sublayer's sum, whole and along the skips alone (:class:`SublayerGradients`). Norms are
     Frobenius norms over the batch."""
     architecture = choice("architecture", architecture, ARCHITECTURES)
-    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
+    seeds = non_empty("seeds", seeds)  # each seed checked where it is used (isolated)
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or len(x) != len(y):
         raise ValueError("x must be a (batch, features) tensor with one label in y per row")
     arriving, skip_only = [], []

@@ -60,6 +60,17 @@ class DegradationResult:
         kind and depth (:func:`helpers.measure.tuning.best_setting`)."""
         return best_setting({lr: self.train_error[kind, depth, lr] for lr in self.lrs})
 
+    def rate_table(self) -> str:
+        """The final training error (%), mean over the seeds, of every kind and depth at each
+        learning rate of the grid, and the best rate: a printable table."""
+        lines = [f"final training error (%), mean of {len(self.seeds)} seeds, at each learning rate",
+                 " " * 12 + "".join(f"{lr:>8g}" for lr in self.lrs) + "   best"]
+        for kind in self.kinds:
+            for depth in self.depths:
+                row = "".join(f"{100 * self.mean_train_error(kind, depth, lr):8.1f}" for lr in self.lrs)
+                lines.append(f"{kind:>8}-{depth:<2} {row}   {self.best_lr(kind, depth):g}")
+        return "\n".join(lines)
+
     def best_train_error(self, kind: str, depth: int) -> float:
         return self.mean_train_error(kind, depth, self.best_lr(kind, depth))
 

@@ -31,17 +31,14 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 from torch.nn import functional as F
-from tqdm.auto import tqdm
 
 from .._checks import non_empty, positive_int, real_number
 from ..data import DataSplit
-from ..environment import show_progress
 from ..measure.branches import net_branch_ratios
 from ..measure.lesion import error_rate
 from ..models.mlp import DeepMLP
 from ..seeding import generator, isolated
-from ..stack import Stack
-from ..training import make_optimizer
+from ..training import fit
 
 
 @dataclass
@@ -100,52 +97,6 @@ def carve_validation(data: DataSplit, fraction: float = 0.2, seed: int = 0):
     return train, data.x_train[held], data.y_train[held]
 
 
-def train_with_decays(models, x: torch.Tensor, y: torch.Tensor, *, weight_decays, seeds, epochs: int,
-                      lr: float, batch_size: int = 128, momentum: float = 0.9,
-                      progress: bool | None = None) -> None:
-    """Train ``models`` (nets of one structure, in place) as one
-    :class:`~helpers.stack.Stack`, each with its own weight decay: the loop of
-    :func:`helpers.training.fit` with SGD (momentum ``momentum``, learning rate ``lr``), whose
-    weight decay is one number for all nets. Member ``e`` adds ``weight_decays[e] * θ_e``
-    to its gradient before the momentum step, as ``torch.optim.SGD(weight_decay=...)``
-    does, and shuffles the training set each epoch with a generator seeded by
-    ``seeds[e]``, exactly as :func:`~helpers.training.fit` draws it. So a member is trained
-    as :func:`~helpers.training.fit` would train it alone (a unit test checks this).
-    ``progress=None`` shows a bar unless this is a static build."""
-    models = list(non_empty("models", models))
-    decays = [real_number("weight_decays[i]", d, low=0.0) for d in non_empty("weight_decays", weight_decays)]
-    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
-    if not len(models) == len(decays) == len(seeds):
-        raise ValueError(f"models, weight_decays and seeds must be equally long, got {len(models)}, "
-                         f"{len(decays)} and {len(seeds)}")
-    epochs, batch_size = positive_int("epochs", epochs), positive_int("batch_size", batch_size)
-    lr = real_number("lr", lr, low=0.0, low_inclusive=False)
-    if len(x) != len(y):
-        raise ValueError(f"x and y must hold as many examples, got {len(x)} and {len(y)}")
-    stack = Stack(models).train()
-    opt = make_optimizer([stack.flat], "sgd", real_number("momentum", momentum, low=0.0), 0.0)
-    decay = torch.tensor(decays, dtype=stack.flat.dtype)[stack.member_of]
-    gens = [generator(s) for s in seeds]
-    steps = epochs * len(torch.arange(len(x)).split(batch_size))
-    bar = tqdm(total=steps, desc=f"{len(models)} nets", disable=not show_progress(progress), leave=False)
-    for _ in range(epochs):
-        order = torch.stack([torch.randperm(len(x), generator=g) for g in gens])
-        for idx in order.split(batch_size, dim=1):
-            loss = F.cross_entropy(stack(x[idx]).flatten(0, 1), y[idx].flatten(), reduction="none")
-            stack.zero_grad()
-            loss.view(idx.shape).mean(dim=1).sum().backward()
-            with torch.no_grad():
-                stack.flat.grad.add_(stack.flat * decay)  # each member's own weight decay
-                before = stack.flat.detach().clone()
-                opt.step()  # learning rate 1, then scaled, as helpers.training.train_steps does
-                stack.flat.sub_(before).mul_(lr).add_(before)
-            bar.update()
-    bar.close()
-    stack.write_back()
-    for m in stack.models:
-        m.train()
-
-
 @torch.no_grad()
 def _loss(model: DeepMLP, x: torch.Tensor, y: torch.Tensor, skip=()) -> float:
     model.eval()
@@ -157,12 +108,12 @@ def decay_sweep(data, *, weight_decays, seeds=(0,), depth: int = 42, width: int 
                 progress: bool | None = None) -> dict[float, list[SwitchedOff]]:
     """Train one residual :class:`~helpers.models.mlp.DeepMLP` per seed and weight decay
     (pre-activation blocks, BatchNorm, He init; SGD with momentum 0.9 at rate ``lr``, all
-    nets together by :func:`train_with_decays`) on the training images less a validation
-    share ``validation`` (:func:`carve_validation`), and measure every block (module
+    nets together by :func:`helpers.training.fit`, each with its own weight decay) on the
+    training images less a validation share ``validation`` (:func:`carve_validation`), and measure every block (module
     docstring): ``{weight decay: [one SwitchedOff per seed]}``. The seed fixes a net's
     initial weights and its mini-batches, so the nets of one seed differ only in their weight
-    decay; the caller's random state is left alone. ``progress`` as for
-    :func:`train_with_decays`."""
+    decay; the caller's random state is left alone. ``progress=None`` shows a bar unless this
+    is a static build."""
     decays = [real_number("weight_decays[i]", d, low=0.0) for d in non_empty("weight_decays", weight_decays)]
     if len(set(decays)) != len(decays):
         raise ValueError(f"weight_decays must not repeat a value, got {decays}")
@@ -177,8 +128,8 @@ def decay_sweep(data, *, weight_decays, seeds=(0,), depth: int = 42, width: int 
                             in_features=data.n_features, n_classes=data.n_classes)
         initial.append(net_branch_ratios(model, data.x_test, batch_statistics=True))
         models.append(model)
-    train_with_decays(models, train.x_train, train.y_train, weight_decays=[d for d, _ in members],
-                      seeds=[s for _, s in members], epochs=epochs, lr=lr, progress=progress)
+    fit(models, train.x_train, train.y_train, epochs=epochs, lr=lr, weight_decay=[d for d, _ in members],
+        seed=[s for _, s in members], progress=progress, description=f"{len(models)} nets")
     x, y = data.x_test, data.y_test
     runs = {d: [] for d in decays}
     for (decay, seed), model, start in zip(members, models, initial):

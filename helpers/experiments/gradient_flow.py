@@ -19,18 +19,18 @@ from torch.nn import functional
 
 from ..measure.gradients import GradientProfile, gradient_profile
 from ..models import DeepMLP
-from ..seeding import seed_everything
+from ..seeding import isolated
 
 
 def init_gradient_profiles(data, depth: int, *, norm: str = "none", init: str = "pytorch",
                            width: int = 32, seed: int = 0, batch: int = 256) -> dict[str, GradientProfile]:
     """``{"plain": profile, "residual": profile}`` of twins with identical initial weights."""
-    seed_everything(seed)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)  # drawn in float64 (module docstring)
     try:
-        residual = DeepMLP(depth, width, kind="residual", norm=norm, init=init,
-                           in_features=data.n_features, n_classes=data.n_classes)
+        with isolated(seed):
+            residual = DeepMLP(depth, width, kind="residual", norm=norm, init=init,
+                               in_features=data.n_features, n_classes=data.n_classes)
     finally:
         torch.set_default_dtype(previous)
     x, y = data.x_train[:batch].double(), data.y_train[:batch]

@@ -35,7 +35,7 @@ from ..data import identity_task
 from ..measure.branches import branch_ratios
 from ..models.mlp import INITS, stack_twins
 from ..parallel import run_all
-from ..seeding import seed_everything
+from ..seeding import isolated
 
 STACK_OPTIONS = {"norm": "none", "order": "post"}
 
@@ -95,8 +95,8 @@ def _train_stack(kind: str, n_blocks: int, *, init: str, width: int, n: int, ste
     """One stack of the twins drawn from ``seed``, fitted to the identity: its loss curve, and
     its branch ratios and block weight norms before and after."""
     x, _ = identity_task(n, width, seed=seed, nonnegative=True)
-    seed_everything(seed)
-    plain, residual = stack_twins(n_blocks, width, init=init, hidden=hidden, **STACK_OPTIONS)
+    with isolated(seed):
+        plain, residual = stack_twins(n_blocks, width, init=init, hidden=hidden, **STACK_OPTIONS)
     model = residual if kind == "residual" else plain
     before = {"ratios": branch_ratios(model, x), "weights": block_weight_norms(model)}
     losses = fit_identity(model, x, steps, lr, weight_decay=weight_decay)

@@ -85,7 +85,7 @@ def compare_joins(data, *, joins=("add", "concat-project", "none"), blocks: int 
     unknown = [j for j in joins if j not in JOINS]
     if unknown:
         raise ValueError(f"joins must be among {JOINS}, got {unknown}")
-    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
+    seeds = non_empty("seeds", seeds)  # each seed checked where it is used (isolated, fit)
     blocks, grow_blocks = positive_int("blocks", blocks), positive_int("grow_blocks", grow_blocks)
     epochs = positive_int("epochs", epochs)
     inits = [choice("project_inits[i]", p, PROJECT_INITS) for p in non_empty("project_inits", project_inits)]

@@ -20,7 +20,7 @@ from .._checks import positive_int
 from ..data import sequence_task
 from ..measure.gradients import GradientProfile, gradient_profile
 from ..models.transformer import SequenceTransformer
-from ..seeding import seed_everything, seeds_of_run
+from ..seeding import isolated, seeds_of_run
 
 ORDERS = {"post": "Post-LN", "pre": "Pre-LN"}
 """``norm_position`` of :class:`~helpers.models.transformer.EncoderLayer` -> the label used in results."""
@@ -49,9 +49,9 @@ def norm_order_profiles(n_layers: int = 24, *, d_model: int = 64, n_heads: int =
     for position, label in ORDERS.items():
         runs = []
         for init_seed in seeds_of_run(seed, n_inits):
-            seed_everything(init_seed)
-            model = SequenceTransformer(vocab, length, d_model, n_heads, d_ff, n_layers,
-                                        norm_position=position)
+            with isolated(init_seed):
+                model = SequenceTransformer(vocab, length, d_model, n_heads, d_ff, n_layers,
+                                            norm_position=position)
             layers = [(f"layer {i + 1}", layer.linear2) for i, layer in enumerate(model.layers)]
             runs.append(gradient_profile(model, token_loss, tokens, targets, layers=layers))
         out[label] = GradientProfile(runs[0].names, np.mean([r.weight for r in runs], axis=0),

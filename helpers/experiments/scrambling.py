@@ -22,7 +22,7 @@ from ..data import DataSplit
 from ..measure.scrambling import different_class_pairs, mean_field_cosines, pair_cosines, probe_accuracy
 from ..models.chain import LayerChain
 from ..models.mlp import NORMS
-from ..seeding import generator, seed_everything
+from ..seeding import generator, isolated
 
 
 @dataclass
@@ -45,9 +45,9 @@ def digit_twins(data: DataSplit, *, layers: int = 50, width: int = 128, norm: st
                 seed: int = 0) -> dict[str, LayerChain]:
     """``{"plain": net, "residual": net}``: twin chains that read the digits, in training mode
     (BatchNorm, if any, normalises with the statistics of the batch it is given)."""
-    seed_everything(seed)
-    residual = LayerChain(layers, width, kind="residual", in_features=data.n_features,
-                          out_features=data.n_classes, norm=norm).train()
+    with isolated(seed):
+        residual = LayerChain(layers, width, kind="residual", in_features=data.n_features,
+                              out_features=data.n_classes, norm=norm).train()
     return {"plain": residual.twin(), "residual": residual}
 
 

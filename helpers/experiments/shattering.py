@@ -21,7 +21,7 @@ from .._checks import choice, non_empty, positive_int
 from ..data import DataSplit
 from ..measure.shattering import input_gradients, minibatch_gradient_cosine_by_layer, neighbour_correlation
 from ..models.chain import KINDS, LayerChain
-from ..seeding import generator, seed_everything, seeds_of_run
+from ..seeding import generator, isolated, seeds_of_run
 
 GRID_POINTS = 256
 """Inputs on the grid over [-2, 2], as in Balduzzi et al.'s figures."""
@@ -47,13 +47,13 @@ def scalar_twins(layers: int, *, setup: str = "Balduzzi", width: int = 200, seed
     """``{"plain": net, "residual": net}``: twin chains with one input and one output, set up
     as ``setup`` says (:data:`SETUPS`)."""
     choice("setup", setup, SETUPS)
-    seed_everything(seed)
-    residual = LayerChain(layers, width, kind="residual", in_features=1, out_features=1,
-                          norm="batch" if setup == "Balduzzi" else "none")
-    if setup == "UDL":
-        with torch.no_grad():
-            for p in residual.parameters():
-                p.normal_(0.0, width ** -0.5)
+    with isolated(seed):
+        residual = LayerChain(layers, width, kind="residual", in_features=1, out_features=1,
+                              norm="batch" if setup == "Balduzzi" else "none")
+        if setup == "UDL":
+            with torch.no_grad():
+                for p in residual.parameters():
+                    p.normal_(0.0, width ** -0.5)
     return {"plain": residual.twin(), "residual": residual}
 
 
@@ -119,9 +119,9 @@ def agreement_by_layer(data: DataSplit, depths, *, norm: str = "batch", width: i
     whole = {kind: np.zeros((len(depths), positive_int("pairs", pairs))) for kind in KINDS}
     by_layer: dict[str, list] = {kind: [] for kind in KINDS}
     for i, (depth, net_seed) in enumerate(zip(depths, seeds_of_run(seed, len(depths)))):
-        seed_everything(net_seed)
-        residual = LayerChain(depth, width, kind="residual", in_features=data.n_features,
-                              out_features=data.n_classes, norm=norm)
+        with isolated(net_seed):
+            residual = LayerChain(depth, width, kind="residual", in_features=data.n_features,
+                                  out_features=data.n_classes, norm=norm)
         for net in (residual.twin(), residual):
             cosines, layers = minibatch_gradient_cosine_by_layer(net, data.x_train, data.y_train, pairs=pairs,
                                                                  generator=generator(net_seed))
@@ -147,9 +147,9 @@ def first_steps(data: DataSplit, *, layers: int = 50, learning_rates=(0.03, 0.1,
     before each step and after the last one (``steps + 1`` values)."""
     learning_rates = tuple(non_empty("learning_rates", learning_rates))
     steps = positive_int("steps", steps)
-    seed_everything(seed)
-    start = LayerChain(layers, width, kind="residual", in_features=data.n_features,
-                       out_features=data.n_classes, norm=norm)
+    with isolated(seed):
+        start = LayerChain(layers, width, kind="residual", in_features=data.n_features,
+                           out_features=data.n_classes, norm=norm)
     sample = torch.randperm(len(data.x_train), generator=generator(seed))[:positive_int("eval_size", eval_size)]
     x_eval, y_eval = data.x_train[sample], data.y_train[sample]
     loss = torch.nn.functional.cross_entropy

@@ -25,14 +25,14 @@ from .._checks import positive_int, real_number
 from ..data import identity_task
 from ..measure.jacobian import jacobian_singular_values
 from ..models.mlp import stack_twins
-from ..seeding import seed_everything
+from ..seeding import isolated
 
 
 def block_spectra(n_blocks: int = 1, *, init: str = "pytorch", branch_scale: float = 1.0,
                   width: int = 32, n_inputs: int = 16, seed: int = 0) -> dict[str, np.ndarray]:
     """``{"plain": singular values, "residual": singular values}`` of twin stacks at init."""
-    seed_everything(seed)
-    stacks = stack_twins(n_blocks, width, norm="none", order="pre", init=init, branch_scale=branch_scale)
+    with isolated(seed):
+        stacks = stack_twins(n_blocks, width, norm="none", order="pre", init=init, branch_scale=branch_scale)
     x, _ = identity_task(positive_int("n_inputs", n_inputs), width, seed=seed, nonnegative=True)
     out = {}
     for stack in stacks:

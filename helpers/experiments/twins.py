@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import copy
 
-from .._checks import choice, non_empty, positive_int, real_number
+from .._checks import choice, non_empty, real_number
 from ..models import DeepMLP
-from ..seeding import seed_everything
+from ..seeding import isolated
 from ..training import fit
 
 KINDS = ("plain", "residual")
@@ -24,9 +24,9 @@ KINDS = ("plain", "residual")
 
 def _draw_twins(data, depth: int, seed: int, width: int, **model_options) -> dict:
     """``{"plain": net, "residual": net}``: the residual net drawn from ``seed``, the plain net its twin."""
-    seed_everything(seed)
-    residual = DeepMLP(depth, width, kind="residual", in_features=data.n_features,
-                       n_classes=data.n_classes, **model_options)
+    with isolated(seed):
+        residual = DeepMLP(depth, width, kind="residual", in_features=data.n_features,
+                           n_classes=data.n_classes, **model_options)
     return {"plain": residual.twin(), "residual": residual}
 
 
@@ -34,7 +34,6 @@ def train_twin(data, depth: int, kind: str, *, seed: int = 0, width: int = 32, e
                lr: float = 0.05, batch_size: int = 128, **model_options) -> tuple:
     """``(model, history)``: one of the twins drawn from ``seed``, trained alone by
     :func:`~helpers.training.fit`; the mini-batch order depends on ``seed`` only."""
-    seed = positive_int("seed", seed, minimum=0)
     model = _draw_twins(data, depth, seed, width, **model_options)[choice("kind", kind, KINDS)]
     history = fit(model, data.x_train, data.y_train, epochs=epochs, lr=lr,
                   batch_size=batch_size, seed=seed, progress=False)
@@ -55,7 +54,7 @@ def train_twin_group(data, depth: int, seeds, *, lrs=(0.05,), width: int = 32, e
     given (:func:`helpers.training.fit`). A dict passed
     as ``initial`` receives ``{(kind, seed): net}``, the untrained nets.
     """
-    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
+    seeds = non_empty("seeds", seeds)  # each seed checked where it is used (isolated, fit)
     lrs = [real_number("lrs[i]", lr, low=0.0, low_inclusive=False) for lr in non_empty("lrs", lrs)]
     kinds = [choice("kinds[i]", k, KINDS) for k in non_empty("kinds", kinds)]
     if initial is not None and not isinstance(initial, dict):
@@ -89,6 +88,6 @@ def train_twins(data, depth: int, *, seed: int = 0, **options) -> dict:
 def train_twins_for_seeds(data, depth: int, seeds, *, lr: float = 0.05, **options) -> list[dict]:
     """:func:`train_twins` for each seed, all nets trained together; returns the results in
     the order of ``seeds``. ``options`` go to :func:`train_twin_group`."""
-    seeds = [positive_int("seeds[i]", s, minimum=0) for s in non_empty("seeds", seeds)]
+    seeds = non_empty("seeds", seeds)
     group = train_twin_group(data, depth, seeds, lrs=[lr], **options)
     return [{kind: group[kind, seed, lr] for kind in KINDS} for seed in seeds]

@@ -5,9 +5,10 @@ one module per chapter."""
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+import lazy_loader
 
-# Each name loads its module on first use (helpers._lazy): a run imports only what it uses.
+# Each name loads its module on first use (lazy_loader), so that a run imports only the modules it
+# uses, and what its results depend on is that list (helpers.provenance, tools/fingerprints.py).
 _EXPORTS = {
     "base": ("Case", "Feedback", "compare_numeric", "run_cases"),
     "chapter1": (
@@ -23,11 +24,4 @@ _EXPORTS = {
     "scoring": ("award",),
 }
 
-__all__ = ["Case", "Feedback", "compare_numeric", "run_cases", "DEFAULT_TIME_LIMIT", "check_best_rate",
-           "check_error_rate", "check_per_layer_factor", "check_residual_forward", "check_path_counts",
-           "check_most_harmful_block", "check_two_layer_backprop", "check_residual_backprop", "check_layer_norm",
-           "check_pre_ln_encoder", "check_deepnorm",
-           "check_prediction",
-           "check_predictions", "award"]
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_EXPORTS)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .base import Feedback
-from .values import as_number
+from .predictions import each_prediction
 
 
 def guessing_score(right: int, total: int, n_options: int) -> float:
@@ -52,25 +52,17 @@ def check_choices(exercise: str, predictions: dict, measured: dict, *, options: 
     names = list(measured)
     tests = [f"your prediction for {name}, one of {options}, against the measurement this cell makes"
              for name in names]
-    if predictions is None or (isinstance(predictions, dict) and all(v is None for v in predictions.values())):
-        result = Feedback(exercise, ["no prediction yet: write yours in the cell above before you look at the "
-                                     "measurement, then run this cell again."], False)
-    elif not isinstance(predictions, dict) or set(predictions) != set(names):
-        result = Feedback(exercise, [f"your prediction must be a dict with the keys {names}, got {predictions!r}"],
-                          False)
-    else:
-        lines, right = [], 0
-        for name in names:
-            value, problem = as_number(predictions[name])
-            if problem:
-                lines.append(f"✗ {name}: your prediction is {problem.removeprefix('returned ')}")
-            elif not any(np.isclose(value, option) for option in options):
-                lines.append(f"✗ {name}: your prediction {value:g} is not one of the options {options}.")
-            elif np.isclose(value, measured[name]):
-                right += 1
-                lines.append(f"✓ {name}: you predicted {value:g}; the measurement gives {measured[name]:g}.")
-            else:
-                lines.append(f"✗ {name}: you predicted {value:g}; the measurement gives {measured[name]:g}.")
+
+    def judge(name, value):
+        if not any(np.isclose(value, option) for option in options):
+            return False, f"✗ {name}: your prediction {value:g} is not one of the options {options}."
+        if np.isclose(value, measured[name]):
+            return True, f"✓ {name}: you predicted {value:g}; the measurement gives {measured[name]:g}."
+        return False, f"✗ {name}: you predicted {value:g}; the measurement gives {measured[name]:g}."
+
+    result = each_prediction(exercise, predictions, names, judge)
+    if not isinstance(result, Feedback):
+        lines, right = result
         score = guessing_score(right, len(names), len(options))
         lines.append(f"{right} of {len(names)} right. Guessing gets {len(names) / len(options):g} right on "
                      f"average, so the score counts what beats it: {score:.2f}.")

@@ -16,6 +16,31 @@ import numpy as np
 from .base import Feedback
 from .values import as_number
 
+NO_PREDICTION = ("no prediction yet: write yours in the cell above before you look at the measurement, then run "
+                 "this cell again.")
+
+
+def each_prediction(exercise: str, predictions, names: list, judge) -> Feedback | tuple[list[str], int]:
+    """Several recorded predictions, ``{name: value}``, judged one by one: the feedback when
+    there is nothing to judge (no prediction yet, or not a dict with the keys ``names``), else
+    ``(lines, right)`` with one line per name, from ``judge(name, number) -> (right?, line)``
+    for each prediction that is a number."""
+    if predictions is None or (isinstance(predictions, dict) and all(v is None for v in predictions.values())):
+        return Feedback(exercise, [NO_PREDICTION], False)
+    if not isinstance(predictions, dict) or set(predictions) != set(names):
+        return Feedback(exercise, [f"your prediction must be a dict with the keys {names}, got {predictions!r}"],
+                        False)
+    lines, right = [], 0
+    for name in names:
+        value, problem = as_number(predictions[name])
+        if problem:
+            lines.append(f"✗ {name}: your prediction is {problem.removeprefix('returned ')}")
+            continue
+        ok, line = judge(name, value)
+        right += ok
+        lines.append(line)
+    return lines, right
+
 
 def check_prediction(exercise: str, prediction, measured, *, rtol: float | None = None,
                      options: Sequence | None = None, explain: str = "") -> Feedback:
@@ -35,8 +60,7 @@ def check_prediction(exercise: str, prediction, measured, *, rtol: float | None 
 
 def _check(exercise: str, prediction, measured, rtol, options, explain) -> Feedback:
     if prediction is None:
-        return Feedback(exercise, ["no prediction yet: write yours in the cell above before you look at the "
-                                   "measurement, then run this cell again."], False)
+        return Feedback(exercise, [NO_PREDICTION], False)
     value, problem = as_number(prediction)
     if problem:
         return Feedback(exercise, [f"your prediction {problem.removeprefix('returned ')}"], False)
@@ -71,24 +95,16 @@ def check_predictions(exercise: str, predictions: dict, measured: dict, *, atol:
     names = list(measured)
     tests = [f"your prediction for {name} against the measurement this cell makes (within ±{atol:g})"
              for name in names]
-    if predictions is None or (isinstance(predictions, dict) and all(v is None for v in predictions.values())):
-        result = Feedback(exercise, ["no prediction yet: write yours in the cell above before you look at the "
-                                     "measurement, then run this cell again."], False)
-    elif not isinstance(predictions, dict) or set(predictions) != set(names):
-        result = Feedback(exercise, [f"your prediction must be a dict with the keys {names}, got {predictions!r}"],
-                          False)
-    else:
-        lines, right = [], 0
-        for name in names:
-            value, problem = as_number(predictions[name])
-            if problem:
-                lines.append(f"✗ {name}: your prediction is {problem.removeprefix('returned ')}")
-            elif abs(value - measured[name]) <= atol:
-                right += 1
-                lines.append(f"✓ {name}: you predicted {value:.2f}; the measurement gives {measured[name]:.2f}.")
-            else:
-                lines.append(f"✗ {name}: you predicted {value:.2f}; the measurement gives {measured[name]:.2f}, "
-                             f"more than {atol:g} away.")
+
+    def judge(name, value):
+        if abs(value - measured[name]) <= atol:
+            return True, f"✓ {name}: you predicted {value:.2f}; the measurement gives {measured[name]:.2f}."
+        return False, (f"✗ {name}: you predicted {value:.2f}; the measurement gives {measured[name]:.2f}, "
+                       f"more than {atol:g} away.")
+
+    result = each_prediction(exercise, predictions, names, judge)
+    if not isinstance(result, Feedback):
+        lines, right = result
         passed = right == len(names)
         if not passed and explain:
             lines.append(explain)

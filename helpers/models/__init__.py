@@ -4,9 +4,10 @@ Transformers (chapter 5)."""
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+import lazy_loader
 
-# Each name loads its module on first use (helpers._lazy): a run imports only what it uses.
+# Each name loads its module on first use (lazy_loader), so that a run imports only the modules it
+# uses, and what its results depend on is that list (helpers.provenance, tools/fingerprints.py).
 _EXPORTS = {
     "chain": ("LayerChain",),
     "joins": ("JoinedMLP",),
@@ -17,10 +18,4 @@ _EXPORTS = {
     ),
 }
 
-__all__ = [
-    "LayerChain", "JoinedMLP", "INIT_NAMES", "Block", "DeepMLP", "blocks_for_depth", "init_linear_", "stack_twins",
-    "Attention", "DecoderLayer", "EncoderLayer", "SequenceTransformer", "causal_mask",
-    "apply_deepnorm_", "deepnorm_constants",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_EXPORTS)

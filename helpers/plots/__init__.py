@@ -6,9 +6,10 @@ that states its finding and labelled axes with units.
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+import lazy_loader
 
-# Each name loads its module on first use (helpers._lazy): a run imports only what it uses.
+# Each name loads its module on first use (lazy_loader), so that a run imports only the modules it
+# uses, and what its results depend on is that list (helpers.provenance, tools/fingerprints.py).
 _EXPORTS = {
     "add_norm": (
         "batch_mate_outputs", "correction_picture", "deletion_frame", "divergence_map", "join_costs_figure",
@@ -37,24 +38,7 @@ _EXPORTS = {
     ),
 }
 
-__all__ = [
-    "block_diagrams",
-    "COLORS", "SCALE", "band", "figure_output", "finish", "house_style", "install_figure_format", "new_figure",
-    "png_size", "shown_size", "title_figure", "to_png",
-    "training_curves", "learning_rate_sweep", "identity_race", "gradient_profiles", "norm_order_by_depth",
-    "singular_value_histograms",
-    "imagenet_history", "loss_slices", "loss_surfaces", "path_lengths", "lesion_by_block",
-    "lesion_by_count", "lesion_frame",
-    "outer_product", "principal_plane", "signal_through_depth", "gradient_curves", "correlation_by_depth",
-    "minibatch_agreement", "first_steps_at_rate", "correction_picture", "stream_variance", "batch_mate_outputs",
-    "join_costs_figure", "switched_off", "deletion_frame", "joins_compared", "scale_sweep", "divergence_map",
-    "scale_profile_frame", "layer_diagram", "embedding_gradients", "layer_profiles", "grid_curves", "stack_frame",
-    "lesion_maps", "position_accuracy", "design_curves", "design_frame", "early_update_profile", "exponent_sweep",
-    "growth_by_layer", "growth_grid", "one_dimensional_spread", "increment_frame", "step_change_by_depth",
-    "chain_frame", "chain_spread", "depth_gradients", "scale_gradients", "second_moments",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_EXPORTS)
 
 from .style import install_figure_format as _install  # noqa: E402
 
