@@ -263,3 +263,17 @@ def test_a_notebook_or_helper_edited_during_a_sweep_is_not_recorded(book):
     _notebook(notebook, CELLS[PATHS_NB] + "\nassert True")
     assert "its code cells changed" in fingerprints.edited_since(before, notebook, loaded, mode, book)
     assert fingerprints.edited_since(before, book / TUNING_NB, [], mode, book) == ["its code cells changed"]
+
+
+def test_executing_the_book_prints_a_line_per_notebook_and_keeps_the_kernels_chatter_in_a_log(book):
+    """``make site``'s first step on a newcomer's terminal: one line per notebook and a summary;
+    the kernels' own warnings (running over TCP, an interrupt at shutdown) go to a log file."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_")}
+    env["PYTHONPATH"] = str(book)
+    proc = subprocess.run([sys.executable, "-m", "tools.execute"], cwd=book, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert [line for line in lines if "executed book/" in line] and len(lines) == 3, lines
+    assert not [line for line in lines if "WARNING" in line or "ERROR" in line], lines
+    assert "kernels.log" in lines[-1] and (book / "_build" / "kernels.log").is_file()

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +47,8 @@ TIMEOUT = 600  # seconds per cell; a notebook's budget is 60 s in all
 # test (not the hidden solution's result), every run in the kernel's own process (the notebooks
 # run side by side instead; results are the same bit for bit).
 SITE_ENVIRONMENT = MODES["site"]
+KERNEL_LOG = "kernels.log"  # beside the cache: what the kernels printed themselves (start-up warnings)
+BUILD_LOG = "site-build.log"  # beside the cache: the last site build's whole output
 # Asked of a kernel after its notebook's last cell: what the run loaded.
 LOADED_FILES = "__import__('helpers.provenance', fromlist=['loaded_files']).loaded_files()"
 
@@ -67,18 +71,20 @@ class RecordingClient(NotebookClient):
         return result
 
 
-def execute_one(path: str, env: dict) -> dict:
+def execute_one(path: str, env: dict, log: str | None = None) -> dict:
     """Run the notebook at ``path`` in a fresh kernel with environment ``env``; return
-    ``{"nb", "seconds", "files", "error"}`` (``error`` a traceback, or None)."""
+    ``{"nb", "seconds", "files", "error"}`` (``error`` a traceback, or None). The kernel's own
+    output (its start-up warnings, its shutdown) goes to the file ``log``, not the terminal."""
     nb = nbformat.read(path, as_version=4)
     client = RecordingClient(nb, timeout=TIMEOUT, kernel_name="python3", allow_errors=False, record_timing=False,
                              resources={"metadata": {"path": str(Path(path).parent)}})
     start = time.perf_counter()
     error = None
-    try:
-        client.execute(env=env)  # the kernel's whole environment
-    except Exception:  # a cell raised or timed out, the kernel died, or it could not say what it loaded
-        error = traceback.format_exc()
+    with open(log or os.devnull, "a", encoding="utf-8") as chatter:
+        try:
+            client.execute(env=env, stdout=chatter, stderr=chatter)  # env: the kernel's whole environment
+        except Exception:  # a cell raised or timed out, the kernel died, or it could not say what it loaded
+            error = traceback.format_exc()
     return {"nb": nb, "seconds": time.perf_counter() - start, "files": client.loaded_files, "error": error}
 
 
@@ -149,14 +155,17 @@ def execute_book(notebooks=None, cache_path: Path = CACHE, root: Path = ROOT) ->
         cache.add_nb_to_project(str(path))
     stale = [path for path in notebooks if cache.get_cached_project_nb(str(path)) is None]
     env = mode_environment("site")  # no MPLBACKEND: the kernels keep Jupyter's inline backend
+    log = Path(cache_path).parent / KERNEL_LOG
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("", encoding="utf-8")
     with ProcessPoolExecutor(max_workers=max(1, min(available_cores(), len(stale)))) as pool:
-        runs = {path: pool.submit(execute_one, str(path), env) for path in stale}
-        for path, future in runs.items():
+        runs = {path: pool.submit(execute_one, str(path), env, str(log)) for path in stale}
+        for i, (path, future) in enumerate(runs.items(), start=1):
             run = future.result()
             deps = None if run["error"] else Dependencies.of_run(path, run["files"], SITE_ENVIRONMENT, root)
             record_run(cache, path, run["nb"], run["error"], run["seconds"], deps)
             status = "ok" if run["error"] is None else "FAILED"
-            print(f"executed {_name(path, root)} in {run['seconds']:.1f} s: {status}", flush=True)
+            print(f"[{i}/{len(stale)}] executed {_name(path, root)} in {run['seconds']:.1f} s: {status}", flush=True)
     # Sphinx re-reads a page only when its source file is newer than its last build: mark each
     # notebook that was just run, so that `make site` shows its new outputs (after a change to
     # `helpers`, say) without re-reading the whole book.
@@ -205,16 +214,25 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     errors = execute_book(args.notebooks or None)
     for path, error in errors.items():
-        status = "ok" if error is None else "FAILED\n" + error[-3000:]
-        print(f"{path.relative_to(ROOT)}: {status}", flush=True)
-    print(f"{len(errors)} notebooks in {time.perf_counter() - start:.1f} s")
-    if any(errors.values()):
+        if error is not None:
+            print(f"{path.relative_to(ROOT)} FAILED:\n{error[-3000:]}", flush=True)
+    failed = sum(error is not None for error in errors.values())
+    print(f"{len(errors)} notebooks executed or taken from the cache in {time.perf_counter() - start:.1f} s"
+          f"{f', {failed} FAILED' if failed else ''} (the kernels' own output: {_name(CACHE.parent / KERNEL_LOG)})")
+    if failed:
         return 1
     if args.build:
+        print("building the site (warnings are errors) ...", flush=True)
         result = build_book(*(["--all"] if args.every_page else []))
-        print(result.stdout, end="")
-        print(result.stderr, end="", file=sys.stderr)
-        return result.returncode
+        log = CACHE.parent / BUILD_LOG
+        log.write_text(result.stdout + result.stderr, encoding="utf-8")
+        if result.returncode != 0:
+            problems = [line for line in (result.stdout + result.stderr).splitlines()
+                        if re.search(r"WARNING|ERROR|Error|Exception", line)]
+            print("\n".join(problems[-60:]) or (result.stdout + result.stderr)[-4000:], file=sys.stderr)
+            print(f"the site build FAILED: the whole log is in {_name(log)}", file=sys.stderr)
+            return result.returncode
+        print(f"built the site: open {_name(ROOT / '_build' / 'html' / 'index.html')} (the build's log: {_name(log)})")
     return 0
 
 
