@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import os
 import textwrap
 import time
 from pathlib import Path
@@ -166,6 +167,16 @@ def test_submissions_are_collected_from_folders_or_a_flat_download(tmp_path):
     found = collect(tmp_path, names)
     assert set(found) == {"ana", "smithjane"}
     assert set(found["smithjane"]) == names and set(found["ana"]) == {"01_tiny.ipynb"}
+    # Only regular files inside a student's own folder: a link to another student's notebook, a
+    # folder reached through a link, or a named pipe (which would block the grader) is not read.
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "01_tiny.ipynb").symlink_to(tmp_path / "ana" / "deep" / "01_tiny.ipynb")
+    (tmp_path / "bob" / "theirs").symlink_to(tmp_path / "ana", target_is_directory=True)
+    os.mkfifo(tmp_path / "bob" / "02_more.ipynb")
+    (tmp_path / "eve").symlink_to(tmp_path / "ana", target_is_directory=True)
+    (tmp_path / "eve_1_2_02_more.ipynb").symlink_to(tmp_path / "smithjane_1234_5678_02_more-1.ipynb")
+    found = collect(tmp_path, names)
+    assert found["bob"] == {} and "eve" not in found, found
     (tmp_path / "bad id").mkdir()
     with pytest.raises(ValueError, match="'bad id'"):
         collect(tmp_path, names)

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from tools.judge import cells, keyfree, proxy, scorer, wire
+from tools.toc import ROOT
 
 
 def test_the_wire_carries_numbers_arrays_and_containers_and_nothing_else():
@@ -146,9 +147,10 @@ def test_hidden_cases_are_seeded_by_class_and_exercise():
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-def test_a_sandbox_sees_no_book_and_no_network_and_answers_as_data(tmp_path):
+def test_a_sandbox_sees_no_book_and_no_network_and_answers_as_data(tmp_path, monkeypatch):
     from tools.judge.sandbox import Sandbox, SandboxError
 
+    monkeypatch.setenv("INSTRUCTORS_TOKEN", "secret-4711")  # in the grader's environment, never the sandbox's
     lib = keyfree.build([], tmp_path)
     with Sandbox(lib) as box:
         setup = box.ask({"op": "setup", "seconds": 5, "cells": [("<cell e.0>", (
@@ -156,8 +158,17 @@ def test_a_sandbox_sees_no_book_and_no_network_and_answers_as_data(tmp_path):
             "def look():\n    return sorted(os.listdir('/'))\n"
             "def net():\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n"
             "def same(a):\n    a += 1\n    return a\n"
-            "def evil():\n    import pickle\n    return pickle.dumps(1)\n"))]}, 60)
+            "def evil():\n    import pickle\n    return pickle.dumps(1)\n"
+            "def host():\n    seen = [repr(dict(os.environ))]\n"
+            "    for name in ('/proc/1/environ', '/proc/self/environ', '/proc/self/mountinfo', '/proc/mounts'):\n"
+            "        try:\n            seen.append(open(name, 'rb').read().decode(errors='replace'))\n"
+            "        except OSError:\n            pass\n"
+            "    return '\\n'.join(seen)\n"))]}, 60)
         assert setup == {"errors": {}}
+        host = wire.decode(box.ask({"op": "call", "name": "host", "args": (), "kwargs": {}, "time_limit": 5},
+                                   30)["result"]["value"])
+        assert "secret-4711" not in host, "the grader's environment leaked into the sandbox"
+        assert str(ROOT) not in host and str(tmp_path) not in host, "the sandbox shows host paths"
         seen = wire.decode(box.ask({"op": "call", "name": "look", "args": (), "kwargs": {}, "time_limit": 5},
                                    30)["result"]["value"])
         assert "work" not in seen and "home" not in seen and "judge" in seen

@@ -42,6 +42,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -341,25 +342,39 @@ def _notebook_of(filename: str, names: set[str]) -> str | None:
                  or base.endswith("-" + n)), None)
 
 
+def _regular(path: Path) -> bool:
+    """A regular file itself: not a link (to another student's work), a pipe or a device."""
+    return stat.S_ISREG(os.lstat(path).st_mode)
+
+
+def _own_notebooks(folder: Path) -> list[Path]:
+    """The ``.ipynb`` files in ``folder`` at any depth that are regular files inside it: links,
+    and folders reached through a link, are not followed."""
+    return [Path(top) / name for top, _, files in os.walk(folder, followlinks=False)
+            for name in files if name.endswith(".ipynb") and _regular(Path(top) / name)]
+
+
 def collect(submissions: Path, names: set[str]) -> dict[str, dict[str, Path]]:
     """Who submitted which notebook: ``{student: {notebook file name: path}}``.
 
     ``submissions`` holds either one folder per student (named by the student's id, the
     notebooks at any depth) or the flat download of a learning-management system: one file
     per student and notebook, the student's id first, then ``_``, ending in the notebook's
-    name (Canvas: ``smithjane_1234_5678_04_vanishing_gradients.ipynb``). Raises ``ValueError``
+    name (Canvas: ``smithjane_1234_5678_04_vanishing_gradients.ipynb``). Only regular files
+    inside the submission's own folder are read (a link, a pipe or a device is not a
+    submission: it could point at another student's notebook or block the grader). Raises ``ValueError``
     for an empty folder or an id with characters other than letters, digits, ``_ . -``."""
     submissions = Path(submissions)
     found: dict[str, dict[str, Path]] = {}
-    for folder in sorted(p for p in submissions.iterdir() if p.is_dir()):
+    for folder in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()):
         if not STUDENT_ID.match(folder.name):
             raise ValueError(f"student folder {folder.name!r}: a student id is letters, digits, '_', '.' or '-'")
         found[folder.name] = {}
-        for path in sorted(folder.rglob("*.ipynb")):
+        for path in sorted(_own_notebooks(folder)):
             name = _notebook_of(path.name, names)
             if name and name not in found[folder.name] and ".ipynb_checkpoints" not in path.parts:
                 found[folder.name][name] = path
-    for path in sorted(p for p in submissions.glob("*.ipynb") if p.is_file()):
+    for path in sorted(p for p in submissions.glob("*.ipynb") if _regular(p)):
         name = _notebook_of(path.name, names)
         student = path.name.split("_", 1)[0] if name and path.name != name else None
         if student and STUDENT_ID.match(student):

@@ -4,8 +4,9 @@ What it sees: the system's libraries (``/usr``), the Python interpreter and the 
 packages (read-only), the key-free ``helpers`` (:mod:`tools.judge.keyfree`), the worker
 (:mod:`tools.judge.worker`) and an empty ``/tmp`` of :data:`TMP_BYTES`. Not the book, its
 solutions, the gradebook, the grades, another student's work or the network (a new network
-namespace has none). It runs as ``nobody`` in new user, process, IPC and UTS namespaces,
-and dies with the grader.
+namespace has none); no ``/proc`` (its mount table names the host's paths) and nothing of the
+grader's environment (bubblewrap, the sandbox's first process, starts with none). It runs
+as ``nobody`` in new user, process, IPC and UTS namespaces, and dies with the grader.
 
 Limits: :data:`MEMORY_BYTES` of address space per process; :data:`FILE_BYTES` per file it
 writes; :data:`CPU_SECONDS` of processor time; :data:`MAX_PROCESSES` tasks where the
@@ -93,7 +94,7 @@ def command(lib: Path, answer_fd: int) -> list[str]:
     args += ["--ro-bind", str(Path(lib).resolve()), "/judge/lib",
              "--ro-bind", str(HERE / "worker.py"), "/judge/bin/worker.py",
              "--ro-bind", str(HERE / "wire.py"), "/judge/bin/wire.py",
-             "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp",
+             "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp",
              "--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "MPLBACKEND", "Agg",
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONHASHSEED", "0",
              str(python), "-I", "/judge/bin/worker.py", "/judge/lib", "/judge/site",
@@ -116,8 +117,10 @@ class Sandbox:
             if group is not None:
                 (group / "cgroup.procs").write_text(str(os.getpid()))
 
+        # bubblewrap starts with an empty environment: its own process is the sandbox's init, and
+        # a student who reads its environment (/proc/1/environ) must find nothing of the grader's
         self.process = subprocess.Popen(command(lib, answers_w), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, pass_fds=(answers_w,),
+                                        stderr=subprocess.DEVNULL, pass_fds=(answers_w,), env={},
                                         preexec_fn=limits, start_new_session=True)
         os.close(answers_w)
         self.answers = answers_r
