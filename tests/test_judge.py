@@ -153,6 +153,7 @@ def test_a_sandbox_sees_no_book_and_no_network_and_answers_as_data(tmp_path, mon
     monkeypatch.setenv("INSTRUCTORS_TOKEN", "secret-4711")  # in the grader's environment, never the sandbox's
     lib = keyfree.build([], tmp_path)
     with Sandbox(lib) as box:
+        group = box.group  # its pids cgroup, where the machine lets the grader make one
         setup = box.ask({"op": "setup", "seconds": 5, "cells": [("<cell e.0>", (
             "import os, socket\n"
             "def look():\n    return sorted(os.listdir('/'))\n"
@@ -180,6 +181,7 @@ def test_a_sandbox_sees_no_book_and_no_network_and_answers_as_data(tmp_path, mon
         assert isinstance(wire.decode(pickled["result"]["value"]), wire.Unreadable), "bytes are not data"
     with pytest.raises(SandboxError, match="stopped"):
         box.ask({"op": "values", "names": []}, 5)
+    assert box.group is None and not (group is not None and group.exists()), "a cgroup was left behind"
 
 
 def test_what_a_call_left_in_its_arguments_is_written_back_into_the_checkers_copies():

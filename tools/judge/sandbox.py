@@ -70,6 +70,29 @@ def process_cap() -> Path | None:
     return group
 
 
+def _remove_group(group: Path, wait: float = 5.0) -> None:
+    """Kill whatever is left in the cgroup ``group`` (the sandbox's processes die with its
+    first one, but not at once) and remove it, so that grading leaves no group behind."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            group.rmdir()
+            return
+        except OSError:  # a task not yet gone
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+
 def _system_binds() -> list[str]:
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32"):
@@ -183,10 +206,7 @@ class Sandbox:
             os.close(self.answers)
             self.answers = None
         if self.group is not None:
-            try:
-                self.group.rmdir()
-            except OSError:  # a task not yet reaped; the kernel frees it when the last one exits
-                pass
+            _remove_group(self.group)
             self.group = None
 
     def __enter__(self):

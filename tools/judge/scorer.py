@@ -178,7 +178,11 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
                 notes += [] if reason else [f"{ex.label}: no reasoning given with the prediction"]
                 reasons[who, ex.label] = reason
         students[who] = Student(who, cells, lib, notes=notes, cell_seconds=cell_seconds)
-    shell = InteractiveShell.instance()
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False  # grading leaves no session in the instructor's IPython history
+    shell = InteractiveShell.instance(config=config)
     shell.display_pub.publish = lambda *a, **k: None
     quiet = io.StringIO()
     needed = cells_needed([c.source if c.cell_type == "code" else None for c in nb.cells], list(by_checker))
