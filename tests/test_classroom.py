@@ -165,8 +165,8 @@ def test_submissions_are_collected_from_folders_or_a_flat_download(tmp_path):
     (tmp_path / "smithjane_1234_5678_02_more-1.ipynb").write_text("{}")
     (tmp_path / "notes.txt").write_text("")
     found = collect(tmp_path, names)
-    assert set(found) == {"ana", "smithjane"}
-    assert set(found["smithjane"]) == names and set(found["ana"]) == {"01_tiny.ipynb"}
+    assert set(found) == {"ana", "smithjane_1234"}  # Canvas's name and user id
+    assert set(found["smithjane_1234"]) == names and set(found["ana"]) == {"01_tiny.ipynb"}
     # Only regular files inside a student's own folder: a link to another student's notebook, a
     # folder reached through a link, or a named pipe (which would block the grader) is not read.
     (tmp_path / "bob").mkdir()
@@ -320,3 +320,47 @@ def test_every_exercise_of_a_chapter_gives_the_books_solution_full_marks_in_the_
     wrong = [r for r in rows if r.points != (r.max_points if r.student == "solved" else 0)]
     assert not wrong, wrong
     assert {r.student for r in rows} == {"solved", "untouched"}
+
+
+def test_canvas_and_moodle_downloads_keep_each_student_and_their_lms_ids(tmp_path):
+    """Canvas's download names files ``sortablename[_LATE]_userid_submissionid_file``; two students
+    of one name stay two students, and lms.csv carries each one's Canvas user id in "ID" (how
+    Canvas's gradebook import finds a student). Moodle's download (files or folders
+    ``Full Name_participantid_assignsubmission_file_...``) gives moodle.csv, its grading
+    worksheet, by "Identifier". An LMS id that stands for two students is refused."""
+    from tools.classroom import Row, _write_tables, lms_ids
+
+    names = {"01_tiny.ipynb"}
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    for entry in ("smithjane_1234_9001_01_tiny.ipynb", "smithjane_LATE_5678_9002_01_tiny.ipynb"):
+        (canvas / entry).write_text("{}")
+    found = collect(canvas, names)
+    assert set(found) == {"smithjane_1234", "smithjane_5678"}, "two students of one name were merged"
+    ids = lms_ids(canvas)
+    rows = [Row(s, "01_tiny", "ex", p, 2.0, "") for s, p in (("smithjane_1234", 2.0), ("smithjane_5678", 1.0))]
+    _write_tables(tmp_path, rows, "Chapter 1", ids)
+    with open(tmp_path / "lms.csv", newline="", encoding="utf-8") as f:
+        table = list(csv.reader(f))
+    assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Chapter 1 (2 points)"]
+    assert sorted((r[1], r[5]) for r in table[1:]) == [("1234", "2"), ("5678", "1")]
+    assert all(r[0] == "smithjane" and r[3] == "" for r in table[1:]), "no folder name in the login column"
+    assert not (tmp_path / "moodle.csv").exists()
+
+    (canvas / "smithj_1234_9003_01_tiny.ipynb").write_text("{}")  # user 1234 under a second name
+    with pytest.raises(ValueError, match="canvas id 1234 belongs to two students"):
+        collect(canvas, names)
+
+    moodle = tmp_path / "moodle"
+    (moodle / "Jane Smith_4321_assignsubmission_file_").mkdir(parents=True)
+    (moodle / "Jane Smith_4321_assignsubmission_file_" / "01_tiny.ipynb").write_text("{}")
+    (moodle / "Jane Smith_8765_assignsubmission_file_01_tiny.ipynb").write_text("{}")
+    found = collect(moodle, names)
+    assert set(found) == {"JaneSmith_4321", "JaneSmith_8765"} and all(found.values())
+    out = tmp_path / "out"
+    out.mkdir()
+    _write_tables(out, [Row(s, "01_tiny", "ex", 1.5, 2.0, "") for s in found], "Chapter 1", lms_ids(moodle))
+    with open(out / "moodle.csv", newline="", encoding="utf-8") as f:
+        worksheet = list(csv.DictReader(f))
+    assert sorted((r["Identifier"], r["Full name"], r["Grade"], r["Maximum Grade"]) for r in worksheet) == [
+        ("Participant 4321", "Jane Smith", "1.5", "2"), ("Participant 8765", "Jane Smith", "1.5", "2")]

@@ -12,8 +12,9 @@ command writes, in ``_build/classroom`` (``--out``):
 * ``grades.csv``: one row per student and exercise: the points earned, the points
   possible, and a ``review`` column naming anything a person should look at (a notebook or
   exercise not submitted, a cell that names a library's version of the answer);
-* ``totals.csv``: one row per student; ``lms.csv``: the totals as a grade book imports them
-  (Canvas's columns, the student's id as the login; Moodle maps the columns on import);
+* ``totals.csv``: one row per student; ``lms.csv``: the totals as Canvas's gradebook imports
+  them (each student by the Canvas user id of its download, or by a folder's name as the
+  login); ``moodle.csv``, for a Moodle download: Moodle's grading worksheet;
 * ``feedback/<student>/ch<N>/<notebook>.html``: each exercise's points and the checker's
   specific feedback;
 * ``class.json``: the class's seed for the checkers' hidden cases, drawn once, so a
@@ -354,30 +355,92 @@ def _own_notebooks(folder: Path) -> list[Path]:
             for name in files if name.endswith(".ipynb") and _regular(Path(top) / name)]
 
 
+CANVAS_FILE = re.compile(r"^(?P<name>[A-Za-z0-9]+?)(?:_LATE)?_(?P<id>\d+)_\d+_(?P<file>.+)$")
+"""A file of Canvas's "Download Submissions": ``sortablename[_LATE]_userid_submissionid_file``."""
+MOODLE_ENTRY = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_(?P<file>.*)$")
+"""A file (or, downloaded in folders, a folder) of Moodle's "Download all submissions":
+``Full Name_participantid_assignsubmission_file_[file]``."""
+
+
+@dataclass(frozen=True)
+class LmsId:
+    """Who a student is in the learning-management system the submissions came from."""
+
+    system: str  # "canvas" (a user id) or "moodle" (a participant id of the assignment)
+    number: str
+    name: str
+
+
+def lms_student(entry: str) -> tuple[str, LmsId] | None:
+    """``(student id, LmsId)`` for a file or folder name that Canvas's or Moodle's download
+    made, or None. The student id keeps the LMS's number, so that two students of one name
+    stay two students (``smithjane_1234`` and ``smithjane_5678``)."""
+    moodle = MOODLE_ENTRY.match(entry)
+    if moodle:
+        plain = re.sub(r"[^A-Za-z0-9]+", "", moodle["name"]) or "participant"
+        return f"{plain}_{moodle['id']}", LmsId("moodle", moodle["id"], moodle["name"])
+    canvas = CANVAS_FILE.match(entry)
+    if canvas:
+        return f"{canvas['name']}_{canvas['id']}", LmsId("canvas", canvas["id"], canvas["name"])
+    return None
+
+
+def lms_ids(submissions: Path) -> dict[str, LmsId]:
+    """``{student id: LmsId}`` for the students of a Canvas or Moodle download in ``submissions``;
+    raises ``ValueError`` when one LMS number stands for two students or one student for two
+    numbers (two students' work would be graded as one)."""
+    found: dict[str, LmsId] = {}
+    for entry in sorted(p.name for p in Path(submissions).iterdir() if not p.is_symlink()):
+        known = lms_student(entry)
+        if known is None:
+            continue
+        student, lms = known
+        if found.get(student, lms) != lms:
+            raise ValueError(f"{entry}: the student id {student!r} stands for two people in the download")
+        found[student] = lms
+    numbers: dict[tuple[str, str], str] = {}
+    for student, lms in found.items():
+        other = numbers.setdefault((lms.system, lms.number), student)
+        if other != student:
+            raise ValueError(f"{lms.system} id {lms.number} belongs to two students in the download: "
+                             f"{other!r} and {student!r}")
+    return found
+
+
 def collect(submissions: Path, names: set[str]) -> dict[str, dict[str, Path]]:
     """Who submitted which notebook: ``{student: {notebook file name: path}}``.
 
     ``submissions`` holds either one folder per student (named by the student's id, the
     notebooks at any depth) or the flat download of a learning-management system: one file
     per student and notebook, the student's id first, then ``_``, ending in the notebook's
-    name (Canvas: ``smithjane_1234_5678_04_vanishing_gradients.ipynb``). Only regular files
+    name (Canvas: ``smithjane_1234_5678_04_vanishing_gradients.ipynb``, the student
+    ``smithjane_1234``; Moodle: ``Jane Smith_4321_assignsubmission_file_04_....ipynb``, files or
+    folders, the student ``JaneSmith_4321``: :func:`lms_student`). Only regular files
     inside the submission's own folder are read (a link, a pipe or a device is not a
     submission: it could point at another student's notebook or block the grader). Raises ``ValueError``
     for an empty folder or an id with characters other than letters, digits, ``_ . -``."""
     submissions = Path(submissions)
+    lms_ids(submissions)  # refuses a download in which two students would be graded as one
     found: dict[str, dict[str, Path]] = {}
     for folder in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()):
-        if not STUDENT_ID.match(folder.name):
+        known = lms_student(folder.name)  # Moodle's download in folders
+        student = known[0] if known else folder.name
+        if not STUDENT_ID.match(student):
             raise ValueError(f"student folder {folder.name!r}: a student id is letters, digits, '_', '.' or '-'")
-        found[folder.name] = {}
+        if student in found:
+            raise ValueError(f"two folders hold the work of {student!r}")
+        found[student] = {}
         for path in sorted(_own_notebooks(folder)):
             name = _notebook_of(path.name, names)
-            if name and name not in found[folder.name] and ".ipynb_checkpoints" not in path.parts:
-                found[folder.name][name] = path
+            if name and name not in found[student] and ".ipynb_checkpoints" not in path.parts:
+                found[student][name] = path
     for path in sorted(p for p in submissions.glob("*.ipynb") if _regular(p)):
         name = _notebook_of(path.name, names)
-        student = path.name.split("_", 1)[0] if name and path.name != name else None
-        if student and STUDENT_ID.match(student):
+        if not name or path.name == name:
+            continue
+        known = lms_student(path.name)
+        student = known[0] if known else path.name.split("_", 1)[0]
+        if STUDENT_ID.match(student):
             found.setdefault(student, {}).setdefault(name, path)
     if not found:
         raise ValueError(f"submissions must hold one folder per student or one notebook file per student; "
@@ -442,7 +505,8 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
     """Grade every student's notebooks of ``chapter`` (or only its notebook ``section``, a
     file name or its leading number) in ``submissions`` (see :func:`collect`); write, under
     ``course``, ``grades.csv`` (a row per student and exercise), ``totals.csv`` (a row per
-    student), ``lms.csv`` (a grade book import, Canvas's columns), and
+    student), ``lms.csv`` (Canvas's gradebook import), ``moodle.csv`` (for a Moodle download, its
+    grading worksheet), and
     ``feedback/<student>/ch<N>/<notebook>.html``; return the rows of ``grades.csv``.
 
     Each notebook is scored by :mod:`tools.judge` (each submission in its own sandbox);
@@ -502,11 +566,12 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
                 path = course / "feedback" / student / f"ch{chapter}" / f"{Path(name).stem}.html"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(_feedback_html(student, Path(name).stem, exs, outcomes), encoding="utf-8")
-    _write_tables(course, rows, f"Chapter {chapter}" + (f", {books[0].stem}" if section else ""))
+    ids = {**lms_ids(submissions), **(lms_ids(predictions) if predictions is not None else {})}
+    _write_tables(course, rows, f"Chapter {chapter}" + (f", {books[0].stem}" if section else ""), ids)
     return rows
 
 
-def _write_tables(course: Path, rows: list[Row], assignment: str) -> None:
+def _write_tables(course: Path, rows: list[Row], assignment: str, ids: dict[str, LmsId]) -> None:
     with open(course / "grades.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "notebook", "exercise", "points", "max_points", "review"])
@@ -522,10 +587,26 @@ def _write_tables(course: Path, rows: list[Row], assignment: str) -> None:
         writer.writerow(["student", "points", "max_points"])
         writer.writerows([s, f"{p:g}", f"{m:g}"] for s, (p, m) in totals.items())
     most = max((m for _, m in totals.values()), default=0.0)
+    # Canvas's gradebook import: it finds each student by the Canvas user id ("ID", from its
+    # download) or, for a folder named by the student's login, by "SIS Login ID"; a column
+    # whose name Canvas does not know becomes a new assignment.
     with open(course / "lms.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{assignment} ({most:g} points)"])
-        writer.writerows([s, "", "", s, "", f"{p:g}"] for s, (p, _) in totals.items())
+        for s, (p, _) in totals.items():
+            lms = ids.get(s)
+            if lms is None:
+                writer.writerow([s, "", "", s, "", f"{p:g}"])
+            elif lms.system == "canvas":
+                writer.writerow([lms.name, lms.number, "", "", "", f"{p:g}"])
+    # Moodle's assignment grading worksheet ("Upload grading worksheet"): it finds each
+    # student by "Identifier", the participant id of its download.
+    moodle = [(s, ids[s], p, m) for s, (p, m) in totals.items() if s in ids and ids[s].system == "moodle"]
+    if moodle:
+        with open(course / "moodle.csv", "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["Identifier", "Full name", "Grade", "Maximum Grade"])
+            writer.writerows([f"Participant {lms.number}", lms.name, f"{p:g}", f"{m:g}"] for _, lms, p, m in moodle)
 
 
 def main(argv=None) -> None:
