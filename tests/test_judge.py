@@ -9,6 +9,7 @@ import io
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -248,3 +249,57 @@ def test_only_the_cells_a_checker_reads_from_run_before_it():
     reads, writes = cells.reads_and_writes("x[0] = y\nz.attr = 1\nnp.save(f, w)\nfor k in range(3):\n    pass")
     assert {"x", "z", "k"} <= writes and "np" not in writes and {"y", "f", "w"} <= reads
     assert cells.reads_and_writes("def (") == ({"*"}, {"*"})
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_sandbox_writes_only_to_its_sized_tmpfs_and_its_memory_is_capped_as_a_whole(tmp_path):
+    """The root is read-only (before, 300 MiB went to ``/``), ``/dev/shm`` is a small tmpfs of its
+    own (before, 300 MiB went there, counted against the host's memory), and the sandbox's
+    memory is capped as a whole by a cgroup, not per process: 2.5 GiB in one process, far
+    under the per-process address-space limit, stops the sandbox, saying why."""
+    from tools.judge.sandbox import SANDBOX_MEMORY_BYTES, SHM_BYTES, Sandbox, SandboxError, memory_cap
+
+    lib = keyfree.build([], tmp_path)
+    with Sandbox(lib) as box:
+        assert box.ask({"op": "setup", "seconds": 20, "cells": [("<cell e.0>", (
+            "import numpy as np\n"
+            "def write(path, mib):\n    try:\n        with open(path, 'wb') as f:\n"
+            "            for _ in range(mib):\n                f.write(bytes(2**20))\n        return 'written'\n"
+            "    except OSError as err:\n        return type(err).__name__\n"
+            "def hog(gib):\n    a = np.ones(int(gib * 2**30 / 8))\n    return float(a.sum())\n"))]},
+                       60) == {"errors": {}}
+
+        def call(name, *args):
+            answer = box.ask({"op": "call", "name": name, "args": args, "kwargs": {}, "time_limit": 30}, 60)
+            return wire.decode(answer["result"]["value"])
+
+        assert call("write", "/tmp/ok", 1) == "written"
+        assert call("write", "/x", 1) == "OSError", "the root must be read-only"
+        assert call("write", "/dev/shm/x", 2 * SHM_BYTES // 2**20) == "OSError", "/dev/shm must be small"
+        group = memory_cap()
+        if group is None:
+            pytest.skip("this machine does not let the grader make a memory cgroup")
+        group.rmdir()
+        with pytest.raises(SandboxError, match="ran out of memory"):
+            call("hog", 1.25 * SANDBOX_MEMORY_BYTES / 2**30)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_the_setup_of_a_students_cells_has_one_wall_clock_budget_whatever_their_number(tmp_path):
+    """A cell that blocks the sandbox's own alarm and sleeps is stopped by the grader's clock,
+    whose budget does not grow with the number of (empty) cells, and the student is flagged."""
+    from tools.judge.proxy import Student
+
+    lib = keyfree.build([], tmp_path)
+    stall = "import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\ntime.sleep(600)\n"
+    cells = {"<cell ex.0>": stall, **{f"<cell ex.{k}>": "" for k in range(1, 40)}}
+    student = Student("s", cells, lib, cell_seconds=1)
+    assert student.setup_seconds == Student("t", {}, lib, cell_seconds=1).setup_seconds
+    started = time.monotonic()
+    with pytest.raises(Exception):  # noqa: B017 (the sandbox's error, after the grader's clock)
+        student.ready(["f"], "ex")
+    took = time.monotonic() - started
+    student.close()
+    assert took < 2 * student.setup_seconds + 20, f"the setup held the grader for {took:.0f} s"
+    assert any("hit a limit" in note for note in student.notes), student.notes

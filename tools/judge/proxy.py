@@ -192,17 +192,31 @@ class Student:
         own = {c: s for c, s in self.cells.items() if c.startswith("<cell setup.") or c.startswith(f"<cell {label}.")}
         try:
             return self._start(own, names)
-        except SandboxError:
+        except SandboxError as err:
             self.close()
+            self.flag(label, "its cells ran past the time limit of the whole notebook's setup "
+                             f"({self.setup_seconds:.0f} s)" if str(err) == "timeout" else str(err))
             self.errors = {c: {"type": "SandboxStopped", "message": "this cell stopped the sandbox (it exited, "
                                "crashed or ran out of memory)"} for c in own if not c.startswith("<cell setup.")}
             self.values = {}
             raise
 
+    @property
+    def setup_seconds(self) -> float:
+        """The wall-clock time the grader allows all of a student's cells together, whatever
+        their number: the sandbox's own per-cell clock can be stopped by the student's code."""
+        return 2 * self.cell_seconds + 30
+
+    def flag(self, label: str, why: str) -> None:
+        """Note for a person to review that this student's exercise ``label`` hit a limit."""
+        note = f"{label}: hit a limit of the sandbox: {why}; look at it"
+        if note not in self.notes:
+            self.notes.append(note)
+
     def _start(self, cells: dict[str, str], names: list[str]) -> Sandbox:
         self.sandbox = Sandbox(self.lib)
-        timeout = self.cell_seconds * len(cells) + 60
-        answer = self.sandbox.ask({"op": "setup", "cells": list(cells.items()), "seconds": self.cell_seconds}, timeout)
+        answer = self.sandbox.ask({"op": "setup", "cells": list(cells.items()), "seconds": self.cell_seconds},
+                                  self.setup_seconds)
         self.errors = answer.get("errors", {}) if isinstance(answer, dict) else {}
         values = self.sandbox.ask({"op": "values", "names": names}, 30.0)
         self.values = values if isinstance(values, dict) else {}
@@ -255,6 +269,8 @@ class Proxy:
             self._raise(CaseTimeout(err.seconds))
         except (SandboxError, wire.WireError, OSError) as err:
             self.student.close()
+            if "memory" in str(err):
+                self.student.flag(self.label, str(err))
             self._raise(CaseTimeout(CALL_BACKSTOP) if str(err) == "timeout" else SandboxStopped(str(err)))
         if not isinstance(answer, dict):
             raise SandboxStopped("it answered with something that is not data")

@@ -8,7 +8,11 @@ namespace has none); no ``/proc`` (its mount table names the host's paths) and n
 grader's environment (bubblewrap, the sandbox's first process, starts with none). It runs
 as ``nobody`` in new user, process, IPC and UTS namespaces, and dies with the grader.
 
-Limits: :data:`MEMORY_BYTES` of address space per process; :data:`FILE_BYTES` per file it
+Limits, each enforced from outside the sandbox: :data:`SANDBOX_MEMORY_BYTES` for the whole
+sandbox, every process and its tmpfs files together, by a ``memory`` cgroup where the machine
+lets the grader make one (:func:`memory_cap`), and :data:`MEMORY_BYTES` of address space per
+process; a read-only root, so that it writes only to ``/tmp`` (:data:`TMP_BYTES`) and
+``/dev/shm`` (:data:`SHM_BYTES`); :data:`FILE_BYTES` per file it
 writes; :data:`CPU_SECONDS` of processor time; :data:`MAX_PROCESSES` tasks where the
 ``pids`` cgroup can be written (:func:`process_cap`; without it, a fork bomb runs until the
 time limit kills the sandbox's process namespace); each answer within a time limit set by the
@@ -35,12 +39,15 @@ from pathlib import Path
 from tools.judge import wire
 
 MEMORY_BYTES = 6 * 2**30
+SANDBOX_MEMORY_BYTES = 2 * 2**30
 FILE_BYTES = 16 * 2**20
 TMP_BYTES = 64 * 2**20
+SHM_BYTES = 16 * 2**20
 CPU_SECONDS = 600
 MAX_PROCESSES = 64
 HERE = Path(__file__).resolve().parent
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
+MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 
 
 class SandboxError(RuntimeError):
@@ -56,18 +63,47 @@ def bubblewrap() -> str:
     return found
 
 
+def _cgroup(root: Path, settings: dict[str, int]) -> Path | None:
+    """A fresh cgroup under ``root`` (a cgroup v1 controller's folder) with ``settings`` written,
+    or ``None`` where the machine does not let this user make one."""
+    if not os.access(root, os.W_OK):
+        return None
+    group = root / f"course-judge-{uuid.uuid4().hex[:12]}"
+    try:
+        group.mkdir()
+        for name, value in settings.items():
+            (group / name).write_text(str(value))
+    except OSError:
+        _remove_group(group)
+        return None
+    return group
+
+
+def memory_cap() -> Path | None:
+    """A fresh ``memory`` cgroup that holds the whole sandbox (every process it starts, and what
+    it writes to its tmpfs) to :data:`SANDBOX_MEMORY_BYTES`, or ``None`` where the machine does
+    not let this user make one."""
+    settings = {"memory.limit_in_bytes": SANDBOX_MEMORY_BYTES}
+    if (MEMORY_ROOT / "memory.memsw.limit_in_bytes").exists():
+        settings["memory.memsw.limit_in_bytes"] = SANDBOX_MEMORY_BYTES  # no escape into swap
+    return _cgroup(MEMORY_ROOT, settings)
+
+
+def out_of_memory(group: Path | None) -> bool:
+    """Whether the memory cgroup ``group`` had to stop its sandbox (it reached its limit)."""
+    if group is None:
+        return False
+    try:
+        control = dict(line.split() for line in (group / "memory.oom_control").read_text().splitlines())
+        return int(control.get("oom_kill", 0)) > 0 or int((group / "memory.failcnt").read_text()) > 0
+    except (OSError, ValueError):
+        return False
+
+
 def process_cap() -> Path | None:
     """A fresh ``pids`` cgroup capped at :data:`MAX_PROCESSES`, or ``None`` where the machine
     does not let this user make one."""
-    if not os.access(PIDS_ROOT, os.W_OK):
-        return None
-    group = PIDS_ROOT / f"course-judge-{uuid.uuid4().hex[:12]}"
-    try:
-        group.mkdir()
-        (group / "pids.max").write_text(str(MAX_PROCESSES))
-    except OSError:
-        return None
-    return group
+    return _cgroup(PIDS_ROOT, {"pids.max": MAX_PROCESSES})
 
 
 def _remove_group(group: Path, wait: float = 5.0) -> None:
@@ -117,7 +153,8 @@ def command(lib: Path, answer_fd: int) -> list[str]:
     args += ["--ro-bind", str(Path(lib).resolve()), "/judge/lib",
              "--ro-bind", str(HERE / "worker.py"), "/judge/bin/worker.py",
              "--ro-bind", str(HERE / "wire.py"), "/judge/bin/wire.py",
-             "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp",
+             "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+             "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp",
              "--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "MPLBACKEND", "Agg",
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONHASHSEED", "0",
              str(python), "-I", "/judge/bin/worker.py", "/judge/lib", "/judge/site",
@@ -129,15 +166,15 @@ class Sandbox:
     """One student's worker: :meth:`ask` sends a request and returns the answer as JSON data."""
 
     def __init__(self, lib: Path):
-        self.group = process_cap()
+        self.group, self.memory = process_cap(), memory_cap()
         answers_r, answers_w = os.pipe()
-        group = self.group
+        groups = [g for g in (self.group, self.memory) if g is not None]
 
         def limits():  # in the child, before bubblewrap starts
             for limit, value in ((resource.RLIMIT_AS, MEMORY_BYTES), (resource.RLIMIT_FSIZE, FILE_BYTES),
                                  (resource.RLIMIT_CPU, CPU_SECONDS), (resource.RLIMIT_CORE, 0)):
                 resource.setrlimit(limit, (value, value))
-            if group is not None:
+            for group in groups:
                 (group / "cgroup.procs").write_text(str(os.getpid()))
 
         # bubblewrap starts with an empty environment: its own process is the sandbox's init, and
@@ -183,7 +220,12 @@ class Sandbox:
                 raise SandboxError("timeout")
             chunk = os.read(self.answers, min(left, 2**20))
             if not chunk:
+                self.process.wait()
+                memory = out_of_memory(self.memory)
                 self.close()
+                if memory:
+                    raise SandboxError(f"the sandbox ran out of memory (it may use {SANDBOX_MEMORY_BYTES // 2**20} MiB "
+                                       "in all) and was stopped")
                 raise SandboxError("the sandbox stopped (its code exited, crashed or ran out of memory)")
             chunks.append(chunk)
             left -= len(chunk)
@@ -205,9 +247,10 @@ class Sandbox:
         if self.answers is not None:
             os.close(self.answers)
             self.answers = None
-        if self.group is not None:
-            _remove_group(self.group)
-            self.group = None
+        for group in (self.group, self.memory):
+            if group is not None:
+                _remove_group(group)
+        self.group = self.memory = None
 
     def __enter__(self):
         return self
