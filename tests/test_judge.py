@@ -303,3 +303,33 @@ def test_the_setup_of_a_students_cells_has_one_wall_clock_budget_whatever_their_
     student.close()
     assert took < 2 * student.setup_seconds + 20, f"the setup held the grader for {took:.0f} s"
     assert any("hit a limit" in note for note in student.notes), student.notes
+
+
+def test_a_scorer_keeps_a_bounded_number_of_sandboxes_alive_whatever_the_class_size(monkeypatch, tmp_path):
+    """Memory must not grow with the class: past MAX_LIVE sandboxes, the one used least recently
+    is closed, and it starts again (its cells run anew) when its student is next checked."""
+    from tools.judge import proxy
+
+    alive, most = set(), [0]
+
+    class FakeSandbox:
+        def __init__(self, lib):
+            alive.add(self)
+            most[0] = max(most[0], len(alive))
+            self.process = type("P", (), {"poll": staticmethod(lambda: None)})()
+
+        def ask(self, request, timeout):
+            return {"errors": {}} if request["op"] == "setup" else {"f": {"function": True}}
+
+        def close(self):
+            alive.discard(self)
+
+    monkeypatch.setattr(proxy, "Sandbox", FakeSandbox)
+    students = [proxy.Student(f"s{i}", {"<cell ex.0>": "def f(): pass"}, tmp_path) for i in range(60)]
+    for _ in range(2):  # two exercises, each checking every student
+        for student in students:
+            assert student.ready(["f"], "ex") is student.sandbox and student.values == {"f": {"function": True}}
+    assert most[0] == proxy.MAX_LIVE and len(alive) == proxy.MAX_LIVE
+    for student in students:
+        student.close()
+    assert not alive and not proxy._LIVE

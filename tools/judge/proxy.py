@@ -22,6 +22,11 @@ from tools.judge.cells import defined_names, plain_source
 from tools.judge.sandbox import Sandbox, SandboxError
 
 CELL_SECONDS = 30.0  # seconds one of a student's cells may run in the sandbox (they define, not train)
+MAX_LIVE = 8
+"""Sandboxes alive at once in one scorer (about 170 MB each): past that, the one used least
+recently is closed, and started again (its cells run anew) when its student is next checked,
+so that memory stays bounded whatever the class's size."""
+_LIVE: dict[int, Student] = {}  # id(student) -> student, least recently used first
 CALL_BACKSTOP = 120.0  # seconds the sandbox's own clock allows a call (the checker's limit stops it first)
 _IDENT = re.compile(r"^[A-Za-z_]\w{0,79}$")
 
@@ -175,11 +180,13 @@ class Student:
     label: str = ""  # the exercise whose cells the sandbox holds, when alone
 
     def ready(self, names: list[str], label: str = "") -> Sandbox:
-        """The student's sandbox with their cells run (started again after a crash). When all
-        their cells together stop the sandbox (one calls ``os._exit``, say), each exercise
-        gets a sandbox of the notebook's setup and that exercise's cells only."""
+        """The student's sandbox with their cells run (started again after a crash, or after
+        it was closed to keep at most :data:`MAX_LIVE` alive). When all their cells together
+        stop the sandbox (one calls ``os._exit``, say), each exercise gets a sandbox of the
+        notebook's setup and that exercise's cells only."""
         fresh = self.sandbox is None or self.sandbox.process.poll() is not None
         if not fresh and not (self.alone and label != self.label):
+            _LIVE[id(self)] = _LIVE.pop(id(self), self)  # the most recently used
             return self.sandbox
         self.close()
         if not self.alone:
@@ -214,7 +221,10 @@ class Student:
             self.notes.append(note)
 
     def _start(self, cells: dict[str, str], names: list[str]) -> Sandbox:
+        while len(_LIVE) >= MAX_LIVE:
+            _LIVE[next(iter(_LIVE))].close()
         self.sandbox = Sandbox(self.lib)
+        _LIVE[id(self)] = self
         answer = self.sandbox.ask({"op": "setup", "cells": list(cells.items()), "seconds": self.cell_seconds},
                                   self.setup_seconds)
         self.errors = answer.get("errors", {}) if isinstance(answer, dict) else {}
@@ -223,6 +233,7 @@ class Student:
         return self.sandbox
 
     def close(self) -> None:
+        _LIVE.pop(id(self), None)
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
