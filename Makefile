@@ -102,10 +102,10 @@ predictions: $(STAMP) ## CHAPTER=N's first hand-in, its predictions before the m
 	@test -n "$(CHAPTER)" || { echo "usage: make predictions CHAPTER=N"; exit 2; }
 	$(BIN)/python -m tools.classroom predictions _build/classroom/predictions/ch$(CHAPTER) --chapter $(CHAPTER)
 
-grade: $(STAMP)       ## grade SUBMISSIONS=folder for CHAPTER=N [SECTION=04] [PREDICTIONS=folder], in sandboxes: _build/classroom/grades.csv
-	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N [SECTION=04] [PREDICTIONS=folder]"; exit 2; }
+grade: $(STAMP)       ## grade SUBMISSIONS=folder for CHAPTER=N [SECTION=04] [PREDICTIONS=folder] [ROUND=2], in sandboxes: _build/classroom/grades.csv
+	@test -n "$(SUBMISSIONS)" -a -n "$(CHAPTER)" || { echo "usage: make grade SUBMISSIONS=folder CHAPTER=N [SECTION=04] [PREDICTIONS=folder] [ROUND=2]"; exit 2; }
 	$(BIN)/python -m tools.classroom grade "$(SUBMISSIONS)" --chapter $(CHAPTER) $(if $(SECTION),--section $(SECTION)) \
-	  $(if $(PREDICTIONS),--predictions "$(PREDICTIONS)")
+	  $(if $(PREDICTIONS),--predictions "$(PREDICTIONS)") $(if $(ROUND),--round $(ROUND))
 
 lab: $(STAMP)         ## the learner's copy in JupyterLab: _build/lab, plain markdown, numbers from the last run (make site fills them)
 	$(BIN)/python -m tools.lab_copy _build/lab

@@ -262,14 +262,17 @@ def test_predictions_are_graded_from_the_hand_in_made_before_the_measurement(tmp
     handed_out = nbformat.read(release(1, tmp_path / "release", course, root=root)[0], as_version=4)
     submissions, first = tmp_path / "submissions", tmp_path / "first"
     # ada predicted 0.5 beforehand and kept it; bo predicted 0.9, then wrote 0.5 after seeing
-    # the measurement; cy handed in no prediction.
-    for name, before, after in (("ada", "0.5", "0.5"), ("bo", "0.9", "0.5"), ("cy", None, "0.5")):
+    # the measurement; cy handed in no prediction; di's first hand-in computed its prediction
+    # (running the experiment, say), which is not a prediction: refused, nothing of it runs.
+    measured = "import helpers\nmy_guess = helpers.measure.per_layer_factor([1.0, 0.5, 0.25])"
+    for name, before, after in (("ada", "0.5", "0.5"), ("bo", "0.9", "0.5"), ("cy", None, "0.5"),
+                                ("di", measured, "0.5")):
         _submission(handed_out, submissions / name, factor=FACTOR_SOLVED, guess=f"my_guess = {after}")
         if before is not None:
             nb = nbformat.read(early, as_version=4)
             for cell in nb.cells:
                 if cell.source == GUESS:
-                    cell.source = f"my_guess = {before}"
+                    cell.source = before if "\n" in before else f"my_guess = {before}"
                 elif cell.source.startswith("**Your reasoning**") and name == "ada":
                     cell.source += "A factor of a half per layer, so half."
             (first / name).mkdir(parents=True)
@@ -277,8 +280,9 @@ def test_predictions_are_graded_from_the_hand_in_made_before_the_measurement(tmp
     grade(submissions, 1, course, root=root, cell_seconds=5, predictions=first)
     with open(course / "grades.csv", newline="", encoding="utf-8") as f:
         table = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
-    assert [float(table[n, "ex-guess"]["points"]) for n in ("ada", "bo", "cy")] == [1, 0, 0]
-    assert [float(table[n, "ex-factor"]["points"]) for n in ("ada", "bo", "cy")] == [2, 2, 2]
+    assert [float(table[n, "ex-guess"]["points"]) for n in ("ada", "bo", "cy", "di")] == [1, 0, 0, 0]
+    assert [float(table[n, "ex-factor"]["points"]) for n in ("ada", "bo", "cy", "di")] == [2, 2, 2, 2]
+    assert "written down, not computed" in table["di", "ex-guess"]["review"]
     assert "not handed in" in table["cy", "ex-guess"]["review"]
     assert "no reasoning" in table["bo", "ex-guess"]["review"] and not table["ada", "ex-guess"]["review"]
     feedback = (course / "feedback" / "ada" / "ch1" / "01_tiny.html").read_text(encoding="utf-8")
@@ -364,3 +368,17 @@ def test_canvas_and_moodle_downloads_keep_each_student_and_their_lms_ids(tmp_pat
         worksheet = list(csv.DictReader(f))
     assert sorted((r["Identifier"], r["Full name"], r["Grade"], r["Maximum Grade"]) for r in worksheet) == [
         ("Participant 4321", "Jane Smith", "1.5", "2"), ("Participant 8765", "Jane Smith", "1.5", "2")]
+
+
+def test_each_hand_in_round_draws_its_own_hidden_cases_and_a_regrade_the_same(tmp_path):
+    from tools.classroom import class_seed
+
+    first = class_seed(tmp_path)
+    assert class_seed(tmp_path) == first == class_seed(tmp_path, 1), "a regrade draws the same cases"
+    second = class_seed(tmp_path, 2)
+    assert second != first and class_seed(tmp_path, 2) == second and class_seed(tmp_path, 1) == first
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "class.json").write_text('{"seed": 17}\n')  # a course folder from before rounds
+    assert class_seed(tmp_path / "old") == 17
+    with pytest.raises(ValueError, match="round"):
+        class_seed(tmp_path, 0)

@@ -17,8 +17,9 @@ command writes, in ``_build/classroom`` (``--out``):
   login); ``moodle.csv``, for a Moodle download: Moodle's grading worksheet;
 * ``feedback/<student>/ch<N>/<notebook>.html``: each exercise's points and the checker's
   specific feedback;
-* ``class.json``: the class's seed for the checkers' hidden cases, drawn once, so a
-  regrade gives the same grades.
+* ``class.json``: the seed of the checkers' hidden cases for each hand-in round, drawn when
+  the round is first graded, so a regrade gives the same grades and a resubmission (a new
+  ``--round``) meets new hidden cases.
 
 How it grades (:mod:`tools.judge`): each student's notebook runs in a sandbox that sees
 only that notebook's exercise cells and a copy of ``helpers`` without checkers or answer
@@ -458,16 +459,21 @@ class Row:
     review: str
 
 
-def class_seed(course: Path) -> int:
-    """The class's seed for hidden cases: drawn once, kept in ``course/class.json``, so a
-    regrade draws the same cases."""
+def class_seed(course: Path, round_: int = 1) -> int:
+    """The seed of the hidden cases of hand-in round ``round_``: drawn when the round is first
+    graded and kept in ``course/class.json``, so that a regrade of the round draws the same
+    cases and a new round (a resubmission) draws new ones, which a table of the last round's
+    cases cannot answer."""
+    if isinstance(round_, bool) or not isinstance(round_, int) or round_ < 1:
+        raise ValueError(f"round must be a whole number, at least 1, got {round_!r}")
     path = Path(course) / "class.json"
-    if path.exists():
-        return int(json.loads(path.read_text(encoding="utf-8"))["seed"])
-    seed = secrets.randbits(32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"seed": seed}) + "\n", encoding="utf-8")
-    return seed
+    record = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    rounds = record.get("rounds", {"1": record["seed"]} if "seed" in record else {})
+    if str(round_) not in rounds:
+        rounds[str(round_)] = secrets.randbits(32)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"rounds": rounds}, indent=1) + "\n", encoding="utf-8")
+    return int(rounds[str(round_)])
 
 
 def _score(book: Path, students: dict[str, dict], work: Path, seed: int, cell_seconds: float) -> dict:
@@ -501,7 +507,8 @@ def _feedback_html(student: str, notebook: str, exercises: list[Exercise], outco
 
 
 def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str | None = None,
-          root: Path = ROOT, jobs: int = 2, cell_seconds: float = 30.0, predictions: Path | None = None) -> list[Row]:
+          root: Path = ROOT, jobs: int = 2, cell_seconds: float = 30.0, predictions: Path | None = None,
+          round_: int = 1) -> list[Row]:
     """Grade every student's notebooks of ``chapter`` (or only its notebook ``section``, a
     file name or its leading number) in ``submissions`` (see :func:`collect`); write, under
     ``course``, ``grades.csv`` (a row per student and exercise), ``totals.csv`` (a row per
@@ -516,7 +523,10 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
 
     ``predictions``: a folder of the first hand-ins (:func:`write_predictions`, collected as
     ``submissions`` are); then every prediction is read from there, made before the
-    measurement could be seen, and a student who handed none in gets no points for it."""
+    measurement could be seen, and a student who handed none in gets no points for it.
+
+    ``round_``: the hand-in round (:func:`class_seed`): grade a resubmission as a new round, so
+    that its hidden cases are new."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a whole number, at least 1, got {jobs!r}")
     submissions = Path(submissions)
@@ -535,7 +545,7 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
     early = None if predictions is None else collect(predictions, {p.stem + PREDICTIONS_SUFFIX for p in books})
     for student in early or {}:
         found.setdefault(student, {})
-    seed = class_seed(course)
+    seed = class_seed(course, round_)
     if (course / "feedback").exists():
         shutil.rmtree(course / "feedback")
     from concurrent.futures import ThreadPoolExecutor
@@ -619,6 +629,8 @@ def main(argv=None) -> None:
     g.add_argument("--out", type=Path, default=OUT, help=f"the course folder (default {OUT.relative_to(ROOT)})")
     g.add_argument("--jobs", type=int, default=2, help="notebooks scored at once (default %(default)s)")
     g.add_argument("--predictions", type=Path, help="the first hand-ins (predictions made before the measurement)")
+    g.add_argument("--round", type=int, default=1, dest="round_",
+                   help="the hand-in round: a resubmission is a new round, with new hidden cases (default 1)")
     w = commands.add_parser("predictions", help="write a chapter's predictions hand-ins (before the measurement)")
     w.add_argument("out_dir", type=Path)
     w.add_argument("--chapter", type=int, required=True)
@@ -635,7 +647,7 @@ def main(argv=None) -> None:
         print(f"wrote {len(files)} predictions hand-ins to {args.out_dir}")
         return
     grade(args.submissions, args.chapter, args.out, section=args.section, jobs=args.jobs,
-          predictions=args.predictions)
+          predictions=args.predictions, round_=args.round_)
     print((args.out / "totals.csv").read_text(encoding="utf-8"), end="")
     print(f"grades: {args.out / 'grades.csv'}; grade book import: {args.out / 'lms.csv'}; "
           f"feedback: {args.out / 'feedback'}")

@@ -155,3 +155,57 @@ def cells_needed(sources: list[str | None], targets: list[int]) -> set[int]:
                 needed.add(i)
                 names |= reads
     return needed
+
+
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd)
+
+
+def _written(node: ast.AST):
+    """The value of an expression made only of numbers, strings, ``None``, dicts, lists and
+    tuples of them, and arithmetic on numbers; ``ValueError`` for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, type(None))):
+        return node.value
+    if isinstance(node, ast.Dict):
+        return {_written(k): _written(v) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_written(e) for e in node.elts]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, _ARITHMETIC):
+        value = _written(node.operand)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+        left, right = _written(node.left), _written(node.right)
+        if all(isinstance(v, (int, float)) for v in (left, right)) and not (
+                isinstance(node.op, ast.Pow) and abs(right) > 1000):
+            try:
+                return {ast.Add: lambda: left + right, ast.Sub: lambda: left - right, ast.Mult: lambda: left * right,
+                        ast.Div: lambda: left / right, ast.Pow: lambda: left ** right}[type(node.op)]()
+            except (ArithmeticError, ValueError):
+                pass
+    raise ValueError(ast.unparse(node)[:80])
+
+
+def written_predictions(source: str) -> dict:
+    """The names a prediction cell of the first hand-in sets, and their values, when it only
+    writes them down: ``name = value``, the value numbers (arithmetic on numbers allowed),
+    strings, ``None`` and dicts or lists of them. A prediction is made before anything is
+    measured, so a cell that calls, imports or reads a name is refused with ``ValueError``
+    saying what it does (nothing of it runs)."""
+    try:
+        tree = ast.parse(plain_source(source))
+    except SyntaxError as err:
+        raise ValueError(f"the cell does not parse ({err.msg}, line {err.lineno})") from None
+    found = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) and node.value is not None else None
+        if targets is None or not all(isinstance(t, ast.Name) for t in targets):
+            raise ValueError(f"line {node.lineno} does more than write a prediction down: "
+                             f"{ast.unparse(node).splitlines()[0][:80]}")
+        try:
+            value = _written(node.value)
+        except ValueError as err:
+            raise ValueError(f"line {node.lineno} computes its prediction ({err}); write the number down") from None
+        found.update({t.id: value for t in targets})
+    return found
+

@@ -178,6 +178,7 @@ class Student:
     cell_seconds: float = CELL_SECONDS
     alone: bool = False  # their cells together stopped the sandbox: each exercise's cells run on their own
     label: str = ""  # the exercise whose cells the sandbox holds, when alone
+    fixed: dict[str, dict] = field(default_factory=dict)  # values read without running (first hand-in)
 
     def ready(self, names: list[str], label: str = "") -> Sandbox:
         """The student's sandbox with their cells run (started again after a crash, or after
@@ -229,7 +230,7 @@ class Student:
                                   self.setup_seconds)
         self.errors = answer.get("errors", {}) if isinstance(answer, dict) else {}
         values = self.sandbox.ask({"op": "values", "names": names}, 30.0)
-        self.values = values if isinstance(values, dict) else {}
+        self.values = {**(values if isinstance(values, dict) else {}), **self.fixed}
         return self.sandbox
 
     def close(self) -> None:

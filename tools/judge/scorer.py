@@ -57,6 +57,7 @@ from tools.judge.cells import (
     read_hand_in,
     reasoning,
     setup_source,
+    written_predictions,
 )
 from tools.judge.proxy import CELL_SECONDS, Proxy, Student
 from tools.judge.sandbox import SandboxError
@@ -161,7 +162,7 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
         early = "predictions" in handed
         guess_nb, guess_why = (read_hand_in(handed.get("predictions"), "the predictions handed in before the "
                                             "measurement") if early else (None, ""))
-        cells, notes = dict(setup), []
+        cells, notes, fixed = dict(setup), [], {}
         for ex in exercises:
             from_guesses = early and is_prediction(nb, ex)
             theirs, why = (guess_nb, guess_why) if from_guesses else (own_nb, why_not)
@@ -170,14 +171,23 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
                 why = why or "this exercise's cells are not in the notebook"
                 results[who][ex.label] = {"score": 0.0, "lines": [why], "notes": [why]}
                 continue
-            for k, source in enumerate(own):
+            if from_guesses:  # made before anything was measured: read as written, never run
+                try:
+                    for source in own:
+                        fixed.update({n: {"value": wire.encode(v)} for n, v in written_predictions(source).items()})
+                except ValueError as err:
+                    why = (f"the predictions handed in before the measurement must be written down, not "
+                           f"computed: {err}")
+                    results[who][ex.label] = {"score": 0.0, "lines": [why], "notes": [why]}
+                    continue
+            for k, source in enumerate([] if from_guesses else own):
                 cells[cell_name(ex.label, k)] = source
                 notes += [f"{ex.label}: {why}" for why in flagged(ex.label, source)]
             if from_guesses:
                 reason = reasoning(theirs, ex.label)
                 notes += [] if reason else [f"{ex.label}: no reasoning given with the prediction"]
                 reasons[who, ex.label] = reason
-        students[who] = Student(who, cells, lib, notes=notes, cell_seconds=cell_seconds)
+        students[who] = Student(who, cells, lib, notes=notes, cell_seconds=cell_seconds, fixed=fixed)
     from traitlets.config import Config
 
     config = Config()
