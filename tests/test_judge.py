@@ -333,3 +333,34 @@ def test_a_scorer_keeps_a_bounded_number_of_sandboxes_alive_whatever_the_class_s
     for student in students:
         student.close()
     assert not alive and not proxy._LIVE
+
+
+def test_starting_a_sandbox_does_not_count_against_the_students_time(monkeypatch, tmp_path):
+    """The checker's clock (an interval timer) is paused while the student's sandbox starts, so
+    a slow start under load cannot turn "took longer than 5 s" into another verdict."""
+    import signal
+
+    from helpers.grading.sandbox import time_limit
+    from tools.judge import proxy
+
+    student = proxy.Student("s", {"<cell ex.0>": "def f(): pass"}, tmp_path)
+
+    class SlowStart:
+        process = type("P", (), {"poll": staticmethod(lambda: None)})()
+
+        def ask(self, request, timeout):
+            return {"result": {"value": 7}}
+
+        def close(self):
+            pass
+
+    def ready(names, label=""):
+        time.sleep(1.5)  # a sandbox that takes longer to start than the case may run
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0, "the case's clock ran during the start"
+        student.sandbox = SlowStart()
+        return student.sandbox
+
+    monkeypatch.setattr(student, "ready", ready)
+    call = proxy.Proxy(student, "f", ["f"], "ex").function()
+    with time_limit(1.0):
+        assert call() == 7
