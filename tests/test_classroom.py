@@ -382,3 +382,39 @@ def test_each_hand_in_round_draws_its_own_hidden_cases_and_a_regrade_the_same(tm
     assert class_seed(tmp_path / "old") == 17
     with pytest.raises(ValueError, match="round"):
         class_seed(tmp_path, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.coursework
+def test_a_class_graded_in_shards_and_merged_gives_the_files_of_one_run(tmp_path):
+    """For a class too large for one machine: `seed` draws the round's seed once, each shard
+    (one command, as a batch scheduler's job array runs them) grades its share of the students,
+    and `merge` writes the same grades, totals, grade book imports and feedback as one run."""
+    from tools.classroom import class_seed, merge, release
+
+    root = tmp_path / "book"
+    _tiny_book(root)
+    handed_out = nbformat.read(release(1, tmp_path / "release", tmp_path / "c0", root=root)[0], as_version=4)
+    submissions = tmp_path / "submissions"
+    for name in (SECRET, "s-untouched", "s-partial", "s-raises", "s-key"):
+        _submission(handed_out, submissions / name, **STUDENTS[name][0])
+    whole, sharded = tmp_path / "whole", tmp_path / "sharded"
+    seed = class_seed(sharded)
+    whole.mkdir()
+    (whole / "class.json").write_text((sharded / "class.json").read_text())
+    grade(submissions, 1, whole, root=root, cell_seconds=5)
+    with pytest.raises(ValueError, match="no seed drawn for round 2"):
+        grade(submissions, 1, sharded, root=root, shard=(1, 2), round_=2)
+    for k in (1, 2):
+        grade(submissions, 1, sharded, root=root, cell_seconds=5, shard=(k, 2))
+    merge(sharded, 2)
+    assert class_seed(sharded) == seed
+    for name in ("grades.csv", "totals.csv", "lms.csv"):
+        assert (sharded / name).read_text() == (whole / name).read_text(), name
+
+    def tree(folder):
+        return {p.relative_to(folder).as_posix(): p.read_text() for p in (folder / "feedback").rglob("*.html")}
+
+    assert tree(sharded) == tree(whole) and len(tree(whole)) == 5
+    with pytest.raises(ValueError, match="shard 1 of 3 is missing"):
+        merge(sharded, 3)

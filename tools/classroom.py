@@ -508,7 +508,7 @@ def _feedback_html(student: str, notebook: str, exercises: list[Exercise], outco
 
 def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str | None = None,
           root: Path = ROOT, jobs: int = 2, cell_seconds: float = 30.0, predictions: Path | None = None,
-          round_: int = 1) -> list[Row]:
+          round_: int = 1, shard: tuple[int, int] | None = None) -> list[Row]:
     """Grade every student's notebooks of ``chapter`` (or only its notebook ``section``, a
     file name or its leading number) in ``submissions`` (see :func:`collect`); write, under
     ``course``, ``grades.csv`` (a row per student and exercise), ``totals.csv`` (a row per
@@ -526,7 +526,13 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
     measurement could be seen, and a student who handed none in gets no points for it.
 
     ``round_``: the hand-in round (:func:`class_seed`): grade a resubmission as a new round, so
-    that its hidden cases are new."""
+    that its hidden cases are new.
+
+    ``shard=(k, n)``: grade only the ``k``-th of ``n`` shares of the students (1-based), into
+    ``course/shards/k-of-n`` (:func:`merge` joins the shards into the files one run writes).
+    Every shard needs the round's seed drawn first, in ``course/class.json``
+    (``python -m tools.classroom seed COURSE --round R``), so that all shards draw the same
+    hidden cases."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a whole number, at least 1, got {jobs!r}")
     submissions = Path(submissions)
@@ -545,7 +551,16 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
     early = None if predictions is None else collect(predictions, {p.stem + PREDICTIONS_SUFFIX for p in books})
     for student in early or {}:
         found.setdefault(student, {})
-    seed = class_seed(course, round_)
+    if shard is None:
+        seed = class_seed(course, round_)
+    else:
+        k, n = shard
+        if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
+            raise ValueError(f"shard must be (k, n) with 1 <= k <= n, got {shard!r}")
+        seed = _drawn_seed(course, round_)
+        found = {s: found[s] for i, s in enumerate(sorted(found)) if i % n == k - 1}
+        course = course / "shards" / f"{k}-of-{n}"
+        course.mkdir(parents=True, exist_ok=True)
     if (course / "feedback").exists():
         shutil.rmtree(course / "feedback")
     from concurrent.futures import ThreadPoolExecutor
@@ -577,7 +592,53 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(_feedback_html(student, Path(name).stem, exs, outcomes), encoding="utf-8")
     ids = {**lms_ids(submissions), **(lms_ids(predictions) if predictions is not None else {})}
-    _write_tables(course, rows, f"Chapter {chapter}" + (f", {books[0].stem}" if section else ""), ids)
+    ids = {s: lms for s, lms in ids.items() if s in found}
+    assignment = f"Chapter {chapter}" + (f", {books[0].stem}" if section else "")
+    _write_tables(course, rows, assignment, ids)
+    if shard is not None:  # what merge needs besides the tables
+        (course / "shard.json").write_text(json.dumps({"assignment": assignment, "shard": list(shard), "ids": {
+            s: [lms.system, lms.number, lms.name] for s, lms in ids.items()}}, indent=1) + "\n", encoding="utf-8")
+    return rows
+
+
+def _drawn_seed(course: Path, round_: int) -> int:
+    path = Path(course) / "class.json"
+    rounds = json.loads(path.read_text(encoding="utf-8")).get("rounds", {}) if path.exists() else {}
+    if str(round_) not in rounds:
+        raise ValueError(f"no seed drawn for round {round_} in {path}: run `python -m tools.classroom seed {course} "
+                         f"--round {round_}` once before the shards, so that they all draw the same hidden cases")
+    return int(rounds[str(round_)])
+
+
+def merge(course: Path, shards: int) -> list[Row]:
+    """Join the ``shards`` shards of a graded class (``grade(..., shard=(k, shards))``, each in
+    ``course/shards/k-of-shards``) into the files one run writes in ``course``: the same
+    ``grades.csv``, ``totals.csv``, ``lms.csv``, ``moodle.csv`` and feedback. Raises
+    ``ValueError`` when a shard is missing or two shards graded one student."""
+    course = Path(course)
+    rows, ids, assignments = [], {}, set()
+    if (course / "feedback").exists():
+        shutil.rmtree(course / "feedback")
+    for k in range(1, shards + 1):
+        part = course / "shards" / f"{k}-of-{shards}"
+        if not (part / "shard.json").is_file():
+            raise ValueError(f"shard {k} of {shards} is missing or unfinished: no {part / 'shard.json'}")
+        meta = json.loads((part / "shard.json").read_text(encoding="utf-8"))
+        assignments.add(meta["assignment"])
+        ids.update({s: LmsId(*v) for s, v in meta["ids"].items()})
+        with open(part / "grades.csv", newline="", encoding="utf-8") as f:
+            mine = [Row(r["student"], r["notebook"], r["exercise"], float(r["points"]), float(r["max_points"]),
+                        r["review"]) for r in csv.DictReader(f)]
+        twice = {r.student for r in mine} & {r.student for r in rows}
+        if twice:
+            raise ValueError(f"shards graded the same students twice: {sorted(twice)[:5]}")
+        rows += mine
+        if (part / "feedback").is_dir():
+            shutil.copytree(part / "feedback", course / "feedback", dirs_exist_ok=True)
+    if len(assignments) != 1:
+        raise ValueError(f"the shards graded different assignments: {sorted(assignments)}")
+    rows.sort(key=lambda r: r.student)  # stable: each student's rows keep their order, as in one run
+    _write_tables(course, rows, assignments.pop(), ids)
     return rows
 
 
@@ -631,6 +692,13 @@ def main(argv=None) -> None:
     g.add_argument("--predictions", type=Path, help="the first hand-ins (predictions made before the measurement)")
     g.add_argument("--round", type=int, default=1, dest="round_",
                    help="the hand-in round: a resubmission is a new round, with new hidden cases (default 1)")
+    g.add_argument("--shard", help="grade only share K of N of the students (K/N, e.g. 3/10); then `merge`")
+    m = commands.add_parser("merge", help="join the shards of a graded class into the files one run writes")
+    m.add_argument("--out", type=Path, default=OUT, help=f"the course folder (default {OUT.relative_to(ROOT)})")
+    m.add_argument("--shards", type=int, required=True)
+    d = commands.add_parser("seed", help="draw a round's seed for hidden cases once, before grading it in shards")
+    d.add_argument("out", type=Path, nargs="?", default=OUT)
+    d.add_argument("--round", type=int, default=1, dest="round_")
     w = commands.add_parser("predictions", help="write a chapter's predictions hand-ins (before the measurement)")
     w.add_argument("out_dir", type=Path)
     w.add_argument("--chapter", type=int, required=True)
@@ -642,12 +710,30 @@ def main(argv=None) -> None:
         files = release(args.chapter, args.out_dir)
         print(f"wrote {len(files)} notebooks to {args.out_dir}")
         return
+    if args.command == "merge":
+        merge(args.out, args.shards)
+        print(f"merged {args.shards} shards into {args.out}")
+        return
+    if args.command == "seed":
+        class_seed(args.out, args.round_)
+        print(f"round {args.round_}'s seed is in {args.out / 'class.json'}")
+        return
     if args.command == "predictions":
         files = write_predictions(args.chapter, args.out_dir)
         print(f"wrote {len(files)} predictions hand-ins to {args.out_dir}")
         return
+    shard = None
+    if args.shard:
+        k, _, n = args.shard.partition("/")
+        if not (k.isdigit() and n.isdigit()):
+            parser.error(f"--shard must be K/N, e.g. 3/10, got {args.shard!r}")
+        shard = (int(k), int(n))
     grade(args.submissions, args.chapter, args.out, section=args.section, jobs=args.jobs,
-          predictions=args.predictions, round_=args.round_)
+          predictions=args.predictions, round_=args.round_, shard=shard)
+    if shard:
+        print(f"graded shard {args.shard} into {args.out / 'shards'}; when all are done: "
+              f"python -m tools.classroom merge --out {args.out} --shards {shard[1]}")
+        return
     print((args.out / "totals.csv").read_text(encoding="utf-8"), end="")
     print(f"grades: {args.out / 'grades.csv'}; grade book import: {args.out / 'lms.csv'}; "
           f"feedback: {args.out / 'feedback'}")
