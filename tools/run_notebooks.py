@@ -34,8 +34,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
 from helpers.environment import MODES, mode_environment
 from helpers.parallel import available_cores
@@ -68,23 +66,19 @@ def chapter_notebooks(chapter: int | None = None, root: Path = ROOT) -> list[Pat
 
 
 def execute(path: Path, seed: int | None = None, *, learner: bool = False) -> tuple[float, str | None]:
-    """Run ``path`` top to bottom in a fresh kernel; return (seconds, error or None).
+    """Run ``path`` top to bottom in a fresh kernel, as the site build does
+    (:func:`tools.execute.execute_one`); return (seconds, the error's last line or None).
 
     ``learner``: as in JupyterLab (progress bars, runs side by side); otherwise as the site
     build runs it. (The sweep's claims-only runs are :func:`run_cells`.)
     """
+    from tools.execute import execute_one
+
     env = mode_environment("learner" if learner else "site")
     if seed is not None:
         env["COURSE_SEED"] = str(seed)
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
-    start = time.perf_counter()
-    try:
-        client.execute(env=env)  # the kernel's whole environment
-        error = None
-    except CellExecutionError as err:
-        error = str(err).strip().splitlines()[-1]
-    return time.perf_counter() - start, error
+    run = execute_one(str(path), env)
+    return run["seconds"], run["error"].strip().splitlines()[-1] if run["error"] else None
 
 
 def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:

@@ -2,8 +2,7 @@
 
 For every page and width it records, in a real Chromium:
 
-* **overflow**: elements wider than the page's column that nothing scrolls, and boxes that hide
-  what overflows them (an equation cut at a phone's edge): both cut off; and the
+* **overflow**: elements wider than the page's column that nothing scrolls (cut off), and the
   elements that do scroll sideways, with whether they show a scroll cue (the course's edge
   shadows, :file:`book/_static/course.css`);
 * **figure text**: for every figure, the smallest text it holds as displayed, in CSS pixels
@@ -69,12 +68,6 @@ LAYOUT_JS = r"""() => {
       cut.push({element: name(el), section: where(el), over_px: Math.round(r.right - column.right),
                 text: (el.innerText || '').slice(0, 60)});
     const st = getComputedStyle(el);
-    // a box that hides what overflows it, and does (an equation cut off), is cut too; screen
-    // readers' copies of the math are hidden on purpose
-    if (/(hidden|clip)/.test(st.overflowX) && el.scrollWidth > el.clientWidth + 1
-        && !el.closest('mjx-assistive-mml') && getComputedStyle(el).position !== 'absolute')
-      cut.push({element: name(el), section: where(el), over_px: el.scrollWidth - el.clientWidth,
-                text: (el.innerText || '').slice(0, 60)});
     if (/(auto|scroll)/.test(st.overflowX) && el.scrollWidth > el.clientWidth + 1)
       scrolling.push({element: name(el), section: where(el), hidden_px: el.scrollWidth - el.clientWidth,
                       code_input: !!el.closest('.cell_input'),
