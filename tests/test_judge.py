@@ -364,3 +364,18 @@ def test_starting_a_sandbox_does_not_count_against_the_students_time(monkeypatch
     call = proxy.Proxy(student, "f", ["f"], "ex").function()
     with time_limit(1.0):
         assert call() == 7
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_sandbox_that_closes_its_answers_and_keeps_running_does_not_hold_the_grader(tmp_path):
+    from tools.judge.sandbox import Sandbox, SandboxError
+
+    lib = keyfree.build([], tmp_path)
+    with Sandbox(lib) as box:
+        box.ask({"op": "setup", "seconds": 5, "cells": [("<cell e.0>", "import os, time\n"
+                 "def hang():\n    for fd in range(3, 64):\n        try:\n            os.close(fd)\n"
+                 "        except OSError:\n            pass\n    time.sleep(600)\n")]}, 60)
+        started = time.monotonic()
+        with pytest.raises(SandboxError, match="stopped"):
+            box.ask({"op": "call", "name": "hang", "args": (), "kwargs": {}, "time_limit": 600}, 60)
+        assert time.monotonic() - started < 10

@@ -220,7 +220,10 @@ class Sandbox:
                 raise SandboxError("timeout")
             chunk = os.read(self.answers, min(left, 2**20))
             if not chunk:
-                self.process.wait()
+                try:  # a sandbox stopped by its memory cap ends at once; one that only closed its answers is killed
+                    self.process.wait(timeout=1)
+                except subprocess.TimeoutExpired:
+                    pass
                 memory = out_of_memory(self.memory)
                 self.close()
                 if memory:
