@@ -4,6 +4,7 @@ book's cells a sandbox needs, and where each exercise's cells lie in a hand-in."
 from __future__ import annotations
 
 import ast
+import operator
 import re
 
 import nbformat
@@ -157,7 +158,8 @@ def cells_needed(sources: list[str | None], targets: list[int]) -> set[int]:
     return needed
 
 
-_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd)
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+               ast.Pow: operator.pow}
 
 
 def _written(node: ast.AST):
@@ -169,17 +171,16 @@ def _written(node: ast.AST):
         return {_written(k): _written(v) for k, v in zip(node.keys, node.values)}
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_written(e) for e in node.elts]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, _ARITHMETIC):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _written(node.operand)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
         left, right = _written(node.left), _written(node.right)
         if all(isinstance(v, (int, float)) for v in (left, right)) and not (
                 isinstance(node.op, ast.Pow) and abs(right) > 1000):
             try:
-                return {ast.Add: lambda: left + right, ast.Sub: lambda: left - right, ast.Mult: lambda: left * right,
-                        ast.Div: lambda: left / right, ast.Pow: lambda: left ** right}[type(node.op)]()
+                return _ARITHMETIC[type(node.op)](left, right)
             except (ArithmeticError, ValueError):
                 pass
     raise ValueError(ast.unparse(node)[:80])

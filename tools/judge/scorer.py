@@ -180,13 +180,13 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
                            f"computed: {err}")
                     results[who][ex.label] = {"score": 0.0, "lines": [why], "notes": [why]}
                     continue
-            for k, source in enumerate([] if from_guesses else own):
-                cells[cell_name(ex.label, k)] = source
-                notes += [f"{ex.label}: {why}" for why in flagged(ex.label, source)]
-            if from_guesses:
                 reason = reasoning(theirs, ex.label)
                 notes += [] if reason else [f"{ex.label}: no reasoning given with the prediction"]
                 reasons[who, ex.label] = reason
+                continue
+            for k, source in enumerate(own):
+                cells[cell_name(ex.label, k)] = source
+                notes += [f"{ex.label}: {why}" for why in flagged(ex.label, source)]
         students[who] = Student(who, cells, lib, notes=notes, cell_seconds=cell_seconds, fixed=fixed)
     from traitlets.config import Config
 
