@@ -2,7 +2,8 @@
 
 For every page and width it records, in a real Chromium:
 
-* **overflow**: elements wider than the page's column that nothing scrolls (cut off), and the
+* **overflow**: elements that reach past the page's column, or past an ancestor that clips
+  (a long inline formula in the theme's ``span.math``), where nothing scrolls (cut off), and the
   elements that do scroll sideways, with whether they show a scroll cue (the course's edge
   shadows, :file:`book/_static/course.css`);
 * **figure text**: for every figure, the smallest text it holds as displayed, in CSS pixels
@@ -57,15 +58,21 @@ LAYOUT_JS = r"""() => {
       ? '.' + el.className.trim().split(/\s+/).slice(0, 3).join('.') : '';
   const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + classes(el);
   const where = el => { const s = el.closest('section[id]'); return s ? s.id : ''; };
-  const clips = el => /(auto|scroll|hidden|clip)/.test(getComputedStyle(el).overflowX);
   const cut = [], scrolling = [];
   for (const el of article.querySelectorAll('*')) {
     const r = el.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0) continue;
-    let p = el.parentElement, inside = false;
-    while (p && p !== article) { if (clips(p)) { inside = true; break; } p = p.parentElement; }
-    if (!inside && r.right > column.right + 1)
-      cut.push({element: name(el), section: where(el), over_px: Math.round(r.right - column.right),
+    if (r.width === 0 || r.height === 0 || el.closest('mjx-assistive-mml')) continue;  // (for screen readers, clipped)
+    // the nearest ancestor that scrolls sideways (then nothing is lost) or clips (a formula in
+    // the theme's span.math, overflow: hidden), else the column, is the edge the element must keep to
+    let p = el.parentElement, edge = column.right;
+    while (p && p !== article) {
+      const overflow = getComputedStyle(p).overflowX;
+      if (/(auto|scroll)/.test(overflow)) { edge = Infinity; break; }
+      if (/(hidden|clip)/.test(overflow)) { edge = p.getBoundingClientRect().right; break; }
+      p = p.parentElement;
+    }
+    if (r.right > edge + 1)
+      cut.push({element: name(el), section: where(el), over_px: Math.round(r.right - edge),
                 text: (el.innerText || '').slice(0, 60)});
     const st = getComputedStyle(el);
     if (/(auto|scroll)/.test(st.overflowX) && el.scrollWidth > el.clientWidth + 1)
