@@ -10,6 +10,7 @@ import json
 import shutil
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -379,3 +380,24 @@ def test_a_sandbox_that_closes_its_answers_and_keeps_running_does_not_hold_the_g
         with pytest.raises(SandboxError, match="stopped"):
             box.ask({"op": "call", "name": "hang", "args": (), "kwargs": {}, "time_limit": 600}, 60)
         assert time.monotonic() - started < 10
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_what_a_students_function_raises_carries_nothing_of_a_hidden_case_back(tmp_path):
+    """A function that raises its arguments (or names an exception class after them) would put a
+    hidden case's inputs into the feedback, to be answered from a table at the next hand-in: the
+    checker sees the exception's built-in type and a fixed message, never the student's text."""
+    students_cells = {"<cell ex.0>": ("def tell(x):\n    raise ValueError(f'the case was {x!r}')\n"
+                             "def name_it(x):\n    raise type(f'Case_{int(x)}', (Exception,), {})()\n")}
+    student = proxy.Student("s", students_cells, keyfree.build([], tmp_path))
+    try:
+        for name, expected in (("tell", ValueError), ("name_it", Exception)):
+            call = proxy.Proxy(student, name, ["tell", "name_it"], "ex").function()
+            with pytest.raises(Exception) as raised:
+                call(4711.0)
+            assert type(raised.value) is expected, name
+            assert str(raised.value) == proxy.UNSAID and "4711" not in type(raised.value).__name__
+            last = traceback.extract_tb(raised.value.__traceback__)[-1]
+            assert last.filename == "<cell ex.0>", "the student still sees the line that raised"
+    finally:
+        student.close()
