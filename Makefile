@@ -27,7 +27,14 @@ SEEDS ?= 1-9
 # the sweep and the coursework tests write their records (benchmarks/*.json) unless RECORD=0 (CI)
 RECORD ?= 1
 PYTEST := $(BIN)/python -m pytest -ra
-# e.g. PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu": PyTorch's CPU build on Linux
+# PyTorch comes first, from TORCH_INDEX: on Linux, PyTorch's CPU index (about 200 MB; PyPI's Linux
+# wheel of the pin is the CUDA build, about 3 GB with its nvidia-* wheels, which the course does not
+# use). TORCH_INDEX=https://download.pytorch.org/whl/cu128 (say) takes a CUDA build, TORCH_INDEX= PyPI's.
+# Elsewhere PyPI's wheel is the CPU build. PIP_ARGS go to every pip install.
+ifeq ($(shell uname -s),Linux)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+endif
+TORCH_PIN := $(shell grep -m1 '^torch==' requirements.txt)
 PIP_ARGS ?=
 
 .PHONY: site release site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-coursework-changed test-install lint benchmark pdf student predictions grade lab lab-source serve clean
@@ -35,6 +42,7 @@ PIP_ARGS ?=
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(PIP_ARGS)
 	$(BIN)/python -m pip install --quiet -r requirements.txt $(PIP_ARGS)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@# nbgrader grades from the command line (make grade); its JupyterLab menus stay out of a learner's way

@@ -19,7 +19,7 @@ from .reporting import glue
 from .seeding import default_seed, seed_everything, seeds_of_run
 from .source import show_source
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __getattr__, _, _SUBPACKAGES = lazy_loader.attach(__name__, submodules=[
     "data", "environment", "experiments", "grading", "measure", "models", "plots", "published", "training",
