@@ -1,5 +1,5 @@
 """The student edition: one archive, no solutions anywhere in it, plain markdown that JupyterLab
-renders, and two commands that install and run it on a fresh machine (a clean venv)."""
+renders, and the commands that install and run it on a fresh machine (a clean venv)."""
 
 from __future__ import annotations
 
@@ -107,16 +107,23 @@ def test_student_edition_is_one_archive_without_solutions(student_archive):
 @pytest.mark.install
 @pytest.mark.coursework
 def test_student_edition_installs_and_runs_in_a_clean_venv(student_archive, tmp_path):
-    """The README's first command on a fresh venv, then a notebook run from the top."""
+    """The README's commands on a fresh venv (PyTorch's CPU build from its index first; here
+    that index is out of reach and pip takes the same wheel from the machine's own), then a
+    notebook run from the top."""
     with zipfile.ZipFile(student_archive) as z:
         z.extractall(tmp_path)
     folder = tmp_path / "residual-course-student"
     readme = (folder / "README.md").read_text(encoding="utf-8")
-    install = "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt"
-    assert install in readme and ".venv/bin/jupyter lab" in readme
+    commands = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert commands[0] == "python3 -m venv .venv" and commands[-1] == ".venv/bin/jupyter lab", commands
+    assert "--index-url https://download.pytorch.org/whl/cpu" in commands[1] and commands[1].split()[2] in (
+        folder / "requirements.txt").read_text(encoding="utf-8").splitlines(), "the CPU build of the pinned torch"
     python = Path(sys.base_prefix) / "bin" / "python3"  # not this test's venv: a clean one
-    subprocess.run(install.replace("python3", str(python)), shell=True, cwd=folder, check=True,
-                   capture_output=True, text=True, timeout=1200)
+    install = " && ".join(commands[:-1]).replace("python3", str(python), 1)
+    subprocess.run(install, shell=True, cwd=folder, check=True, capture_output=True, text=True, timeout=1200)
+    version = subprocess.run([".venv/bin/python", "-c", "import torch; print(torch.__version__)"], cwd=folder,
+                             capture_output=True, text=True, check=True).stdout
+    assert version.strip().endswith("+cpu"), f"the venv has torch {version}, not the CPU build"
     notebook = "ch1/04_vanishing_gradients.ipynb"
     run = subprocess.run([".venv/bin/jupyter", "nbconvert", "--to", "notebook", "--execute", notebook,
                           "--output", str(tmp_path / "run.ipynb"), "--ExecutePreprocessor.timeout=600"],

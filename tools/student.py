@@ -1,4 +1,4 @@
-"""Make the student edition: one archive a student installs and runs with two commands.
+"""Make the student edition: one archive a student installs and runs with four commands.
 
     python -m tools.student student-edition        # or: make student
 
@@ -15,7 +15,7 @@ It writes ``student-edition/residual-course-student/`` and ``student-edition/res
   (:func:`tools.classroom.printed_key`). A graded class keeps keys from its answers in the
   grader's sandbox (:mod:`tools.judge.keyfree`), where that can be enforced;
 * ``requirements.txt``: the book's exact pins of what the notebooks need, and the wheel;
-* ``README.md``: the two commands, for students.
+* ``README.md``: the commands, for students (PyTorch's CPU build first).
 
 Nothing of the instructor's side goes in: no solutions, no ``For instructors`` page, no
 tests.
@@ -48,24 +48,18 @@ The course's notebooks, with exercises and their checkers (the solutions are not
 You need Python 3.10 or newer. In this folder, run:
 
 ```bash
-python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
+python3 -m venv .venv
+.venv/bin/pip install {torch} --index-url https://download.pytorch.org/whl/cpu
+.venv/bin/pip install -r requirements.txt
 .venv/bin/jupyter lab
 ```
 
-(On Windows: `py -m venv .venv`, then `.venv\\Scripts\\pip install -r requirements.txt` and
-`.venv\\Scripts\\jupyter lab`.) The first command installs the course's `helpers` package from
-`wheels/` and the exact versions the book was tested with, PyTorch among them. The second
-opens JupyterLab in your browser.
-
-**On Linux, get PyTorch's CPU build** (a few hundred MB): from the Python Package Index, pip
-installs the Linux build with CUDA, several GB, which the course does not use. Ask PyTorch's
-own index for the CPU build instead, in the first command:
-
-```bash
-python3 -m venv .venv && .venv/bin/pip install -r requirements.txt --extra-index-url https://download.pytorch.org/whl/cpu
-```
-
-(On Windows and macOS the default build is already the CPU one.)
+(On Windows: `py -m venv .venv`, then the same commands with `.venv\\Scripts\\pip` and
+`.venv\\Scripts\\jupyter`.) The second command installs PyTorch's CPU build from PyTorch's own
+index, about 200 MB: on Linux the Python Package Index would give the CUDA build, several GB,
+which the course does not use (to use an NVIDIA GPU anyway, leave that command out). The
+third installs the course's `helpers` package from `wheels/` and the exact versions the book
+was tested with. The last opens JupyterLab in your browser.
 
 Open a chapter's folder (`ch1/`, ...) and its notebooks in order, and run each from the top
 (Run > Run All Cells; each takes under a minute). Each section ends with exercises: write
@@ -149,7 +143,9 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
             (folder / chapter / "index.md").write_text(plain(text, "index.md", titles), encoding="utf-8")
     wheel = build_wheel(folder / "wheels", root)
     (folder / "requirements.txt").write_text(student_requirements(wheel, root), encoding="utf-8")
-    (folder / "README.md").write_text(README, encoding="utf-8")
+    torch = next(line for line in (folder / "requirements.txt").read_text(encoding="utf-8").splitlines()
+                 if line.startswith("torch=="))
+    (folder / "README.md").write_text(README.format(torch=torch), encoding="utf-8")
     for name in ("LICENSE", "LICENSE-CONTENT"):  # code MIT, text and figures CC BY-SA 4.0
         shutil.copyfile(root / name, folder / name)
     return Path(shutil.make_archive(str(out_dir / NAME), "zip", out_dir, NAME))
