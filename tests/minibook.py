@@ -14,10 +14,10 @@ import yaml
 from tools.toc import ROOT
 
 
-def one_page_book(root: Path, *, launch: dict | None = None, repository: str = "", extensions=(),
-                  env: dict | None = None) -> Path:
+def one_page_book(root: Path, *, launch: dict | None = None, repository: str = "", branch: str = "main",
+                  extensions=(), env: dict | None = None) -> Path:
     """Build, into ``root``, the book's own configuration (theme, HTML and launch settings) over a
-    book of one notebook, ``book/ch1/page.ipynb``, with ``launch`` and ``repository`` set and of
+    book of one notebook, ``book/ch1/page.ipynb``, with ``launch``, ``repository`` and its ``branch`` set and of
     the book's own extensions only ``extensions``; return the built page. ``env``: the build's
     environment (default this process's)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -27,7 +27,7 @@ def one_page_book(root: Path, *, launch: dict | None = None, repository: str = "
     config["execute"]["execute_notebooks"] = "off"
     config["html"].pop("favicon", None)
     if repository:
-        config["repository"].update(url=repository)
+        config["repository"].update(url=repository, branch=branch)
         config["html"]["use_repository_button"] = True
     config["launch_buttons"].update(launch or {})
     (root / "_config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
