@@ -37,7 +37,7 @@ endif
 TORCH_PIN := $(shell grep -m1 '^torch==' requirements.txt)
 PIP_ARGS ?=
 
-.PHONY: site release site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-coursework-changed test-install lint benchmark pdf student predictions grade lab lab-source serve clean
+.PHONY: site release notebooks site-no-solutions audit test sweep sweep-changed speed test-fast test-coursework test-coursework-changed test-install lint benchmark pdf student predictions grade lab lab-source serve clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,13 +90,18 @@ lint: $(STAMP)
 benchmark: $(STAMP)   ## time every notebook and every stage of `make test`; writes benchmarks/speed.json
 	$(BIN)/python -m tools.benchmark $(BENCHMARK_ARGS)
 
-site-no-solutions: $(STAMP)  ## the site without solutions, for a class: _build/no-solutions/_build/html
+site-no-solutions: $(STAMP)  ## the site without solutions, for a class: _build/no-solutions/_build/html [WITHHOLD=YYYY-MM-DD or always: the predictions' measurements]
 	$(BIN)/python -m tools.execute
-	$(BIN)/python -m tools.site_without_solutions
+	$(BIN)/python -m tools.site_without_solutions $(if $(WITHHOLD),--withhold $(WITHHOLD))
 
-release: student pdf  ## the site with the book's PDF and the student edition in every page's download menu
+release: student pdf  ## the release's files, named by its version, in _build/release/VERSION (tools/release.py); the site offers the PDF and the student edition on every page
 	COURSE_RELEASE_FILES=_build/pdf/residual-connections-measured.pdf:student-edition/residual-course-student.zip \
 	  $(BIN)/python -m tools.execute --build --all
+	$(BIN)/python -m tools.release
+
+notebooks: student   ## the notebooks launch buttons open, for REPOSITORY=https://github.com/OWNER/REPO: _build/notebooks, to push as its branch `notebooks` (tools/launch.py)
+	@test -n "$(REPOSITORY)" || { echo "usage: make notebooks REPOSITORY=https://github.com/OWNER/REPO"; exit 2; }
+	$(BIN)/python -m tools.launch student-edition/residual-course-student _build/notebooks --repository "$(REPOSITORY)"
 
 pdf: $(STAMP)         ## the whole book as one PDF: _build/pdf/residual-connections-measured.pdf (needs Chromium)
 	$(BIN)/python -m tools.execute

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import tomllib
 import yaml
 
@@ -45,3 +46,54 @@ def test_the_about_page_is_in_the_book_and_contributing_names_the_files():
     for path in ("helpers/experiments/", "helpers/plots/", "helpers/grading/", "book/appendix/glossary.md",
                  "benchmarks/sweep.json", "helpers/environment.py"):
         assert path in contributing, path
+
+
+def test_a_release_is_one_folder_of_versioned_files_from_a_committed_tree(tmp_path, monkeypatch):
+    """tools/release.py packs what `make release` built (faked here): the site, the PDF, the
+    student edition and the self-study notebooks, each named by the version, with checksums;
+    a tree with uncommitted changes is refused."""
+    import hashlib
+    import subprocess
+    import zipfile
+
+    from tools import release, student
+
+    root = tmp_path / "course"
+    files = {"pyproject.toml": '[project]\nname = "x"\nversion = "9.8.7"\n',
+             "_build/html/index.html": "<p>the site</p>", "_build/pdf/residual-connections-measured.pdf": "%PDF",
+             "student-edition/residual-course-student/README.md": student.README.format(torch="torch==1"),
+             "student-edition/residual-course-student/requirements.txt": "torch==1\n./wheels/h.whl\n",
+             "student-edition/residual-course-student/wheels/h.whl": "wheel",
+             "student-edition/residual-course-student/LICENSE": "MIT",
+             "student-edition/residual-course-student/LICENSE-CONTENT": "CC",
+             "student-edition/residual-course-student/ch1/01.ipynb": "{}",
+             ".gitignore": "_build/\nstudent-edition/\n"}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], cwd=root, check=True)
+    monkeypatch.setattr(release, "make_lab_copy", lambda dest: (dest / "ch1").mkdir(parents=True)
+                        or (dest / "ch1" / "01.ipynb").write_text("lab copy"))
+
+    out = release.make_release(root=root)
+    assert out == root / "_build" / "release" / "9.8.7"
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["SHA256SUMS", "residual-connections-measured-9.8.7-notebooks.zip",
+                     "residual-connections-measured-9.8.7-site.zip", "residual-connections-measured-9.8.7.pdf",
+                     "residual-course-student-9.8.7.zip"]
+    for line in (out / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ")
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
+    with zipfile.ZipFile(out / "residual-connections-measured-9.8.7-notebooks.zip") as z:
+        top = "residual-connections-measured-9.8.7-notebooks/"
+        assert z.read(top + "ch1/01.ipynb") == b"lab copy" and z.read(top + "wheels/h.whl") == b"wheel"
+        assert "notebooks for self-study" in z.read(top + "README.md").decode()
+    with zipfile.ZipFile(out / "residual-connections-measured-9.8.7-site.zip") as z:
+        assert "residual-connections-measured-9.8.7-site/index.html" in z.namelist()
+
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "9.8.8"\n')
+    with pytest.raises(ValueError, match="commit first"):
+        release.make_release(root=root)

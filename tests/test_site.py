@@ -86,10 +86,18 @@ def test_every_figure_cell_shows_its_figure_with_alt_text(site):
             assert 'alt="' in match.group(0), f"{page}: figure {name!r} has no alt text"
 
 
-def test_every_page_names_its_licences(site):
+def test_every_page_names_its_licences_and_the_version_it_was_built_from(site):
+    import subprocess
+
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
     for page in PAGES:
         text = _html(site, page)
         assert "creativecommons.org/licenses/by-sa/4.0" in text and "opensource.org/license/mit" in text, page
+        assert f"Built from the course's version {version} (commit {commit})" in text, page
 
 
 def test_glued_numbers_and_solutions_are_rendered(site):
@@ -359,10 +367,11 @@ def test_the_download_button_gives_the_notebook_as_run(browser, server):
 @pytest.mark.slow
 @pytest.mark.coursework
 def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
-    """``make site-no-solutions``: the same pages, every solution gone, no notebook run again."""
+    """``make site-no-solutions WITHHOLD=always``: the same pages, every solution and every
+    prediction's measurement gone, no notebook run again."""
     from tools.site_without_solutions import HTML, build
 
-    result = build()
+    result = build(withhold="always")
     log = result.stdout + result.stderr
     assert result.returncode == 0, f"the build failed (warnings are errors):\n{log[-4000:]}"
     assert "Executing notebook" not in log, "it must take the notebooks from the site's cache"
@@ -371,6 +380,13 @@ def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
         assert "Solution to" not in without and 'class="solution' not in without, page
         assert with_solutions.count("exercise admonition") == without.count("exercise admonition"), page
     assert "Solution to" in _html(site, "book/ch1/04_vanishing_gradients.html"), "the site itself keeps them"
+    for page in NOTEBOOK_PAGES:  # each prediction's measurement (tests/test_book.py: the cells tagged hide-output)
+        notebook = nbformat.read(ROOT / page.replace(".html", ".ipynb"), as_version=4)
+        tagged = sum("hide-output" in c.metadata.get("tags", []) for c in notebook.cells)
+        without = (HTML / page).read_text(encoding="utf-8")
+        assert without.count('class="course-withheld"') == tagged, page
+    assert "measured factor under He init" in _html(site, "book/ch1/04_vanishing_gradients.html")
+    assert "measured factor under He init" not in (HTML / "book/ch1/04_vanishing_gradients.html").read_text("utf-8")
     assert "course-model-answer" not in (HTML / "book/ch3/03_add_or_concat.html").read_text(encoding="utf-8"), \
         "a discussion's model answer is a solution too"
     assert not list((HTML / "_sources").rglob("*.ipynb")), "the book's own notebooks hold the solutions"

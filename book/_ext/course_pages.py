@@ -5,12 +5,16 @@
   voice; the pages themselves are English.
 * The site's root ``index.html``, which Jupyter Book writes as a bare redirect, gets a
   title and a link to the book for a browser that does not follow the redirect.
+* Every page's footer says which version of the course it was built from
+  (``pyproject.toml``'s version, and the commit where the build ran in a git checkout), so a
+  class pinned to a release can tell its pages from a later build's.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import subprocess
 from pathlib import Path
 
 from docutils import nodes
@@ -87,7 +91,29 @@ def root_index(app, exception):
                                           target=html.escape(match.group(1))), encoding="utf-8")
 
 
+def built_from(root: Path) -> str:
+    """``version 0.2.0 (commit 1a2b3c4)``: the course's version, and the commit of ``root``
+    where there is one."""
+    version = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except OSError:  # no git
+        commit = ""
+    return f"version {version}" + (f" (commit {commit})" if commit else "")
+
+
+def footer_version(app, config):
+    """Add the version the site is built from to the theme's footer."""
+    root = Path(app.srcdir)
+    if (root / "pyproject.toml").exists():
+        options = config.html_theme_options
+        options["extra_footer"] = (options.get("extra_footer") or "") + (
+            f"<p>Built from the course's {html.escape(built_from(root))}.</p>")
+
+
 def setup(app):
     app.add_post_transform(MarkChinese)
+    app.connect("config-inited", footer_version)
     app.connect("build-finished", root_index, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
