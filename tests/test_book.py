@@ -154,7 +154,9 @@ PREDICTION_CHECK = re.compile(r"\bhelpers\.grading\.(?:choices\.)?check_(?:predi
 def test_every_measurement_a_prediction_is_checked_against_is_folded_on_the_site(path):
     """A "predict, then measure" cell prints its measurement: on the site (with or without
     solutions) that output sits right under the exercise, so it is folded (the cell tag
-    ``hide-output``) and a reader opens it once the prediction is made. The PDF opens it."""
+    ``hide-output``) and a reader opens it once the prediction is made. The PDF opens it.
+    No other cell has that tag: a class's site withholds exactly those outputs
+    (``book/_ext/course_solutions.py``)."""
     for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
-        if cell.cell_type == "code" and PREDICTION_CHECK.search(cell.source):
-            assert "hide-output" in cell.metadata.get("tags", []), f"{path.name} cell {number}"
+        checks = cell.cell_type == "code" and bool(PREDICTION_CHECK.search(cell.source))
+        assert checks == ("hide-output" in cell.metadata.get("tags", [])), f"{path.name} cell {number}"

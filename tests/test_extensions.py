@@ -8,6 +8,7 @@ import course_a11y
 import course_explorers
 import course_icons
 import course_pages
+import course_solutions
 import nbformat
 
 from tools.toc import ROOT
@@ -84,3 +85,30 @@ def test_the_syllabus_counts_each_sections_workload_and_links_from_the_notebooks
     # ch1/02 links to ch1/01 ("the experiment of the previous section"), so 01 is linked from 02
     first, second = by_name["01_degradation.ipynb"], by_name["02_learning_rates.ipynb"]
     assert first["index"] in second["builds_on"] and second["index"] in first["linked_from"]
+
+
+def test_a_class_site_withholds_each_predictions_measurement_and_nothing_else():
+    import datetime
+
+    import pytest
+    from docutils import nodes
+
+    from tools.site_without_solutions import withheld_message
+
+    def cell(*classes):
+        return nodes.container("", nodes.container("", nodes.literal_block("", "code"), classes=["cell_input"]),
+                               nodes.container("", nodes.paragraph("", "measured 1.02"), classes=["cell_output"]),
+                               classes=["cell", *classes])
+
+    document = nodes.section("", cell("tag_hide-output"), cell())
+    assert course_solutions.withhold_measurements(document, "withheld") == 1
+    measured, other = document.children
+    assert [c.astext() for c in measured.children] == ["code", "withheld"] and "measured 1.02" in other.astext()
+    day = datetime.date(2026, 12, 15)
+    assert withheld_message("2026-12-15", today=day - datetime.timedelta(days=1)).startswith(
+        "The measurement is withheld until 15 December 2026")
+    assert withheld_message("2026-12-15", today=day) == "" and withheld_message(None) == ""
+    assert withheld_message("always") == "The measurement is withheld on this class's site."
+    for bad in ("soon", "15/12/2026"):
+        with pytest.raises(ValueError, match="withhold must be"):
+            withheld_message(bad)
