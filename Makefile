@@ -42,7 +42,8 @@ PIP_ARGS ?=
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(PIP_ARGS)
+	@# torch alone from its index; its dependencies come from PyPI with the pins
+	$(BIN)/python -m pip install --quiet --no-deps "$(TORCH_PIN)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(PIP_ARGS)
 	$(BIN)/python -m pip install --quiet -r requirements.txt $(PIP_ARGS)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@# nbgrader grades from the command line (make grade); its JupyterLab menus stay out of a learner's way
