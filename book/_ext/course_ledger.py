@@ -41,7 +41,7 @@ carries its ledger entry (a dict, or a list of dicts for a cell that asserts sev
       "id": "1.1",                      # the claim's number in the chapter
       "kind": "claim",                  # "claim" (measured) or "check" (data or maths)
       "claim": "One plain sentence.",
-      "verdict": "holds",               # claims: holds | holds with a caveat | does not hold as stated
+      "verdict": "holds",               # claims: one of VERDICTS (below)
       "caveat": "...",                  # required unless the verdict is "holds"
       "why": "...",                     # checks: why the asserts cannot fail on a new seed
       "quote": "源文的原话",             # optional: the source's own words (Chinese)
@@ -83,7 +83,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 KINDS = ("claim", "check")
-VERDICTS = ("holds", "holds with a caveat", "does not hold as stated")  # strongest first
+VERDICTS = ("holds", "holds with a caveat", "not testable here", "does not hold as stated")  # strongest first
+"""A claim's verdict. "not testable here": the book's test cannot decide it (its caveat says
+why: the data, the budget, the scale), which is weaker than any agreement and stronger than a
+contradiction."""
 STATUSES = ("measured", "checked", "told only", "not covered")
 SEEDS = "0-9"  # seed 0 in every build and test run, seeds 1-9 in the sweep (make sweep, CI)
 INVENTORY = Path(__file__).resolve().parent.parent / "appendix" / "source_claims.yml"
@@ -443,7 +446,7 @@ def _md_text(text: str) -> str:
 
 
 _PLURAL = {"holds": "hold", "holds with a caveat": "hold with a caveat",
-           "does not hold as stated": "do not hold as stated"}
+           "not testable here": "are not testable here", "does not hold as stated": "do not hold as stated"}
 
 
 def verdict_label(verdict: str) -> str:
@@ -557,8 +560,9 @@ def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | Non
     counts = summary(entries)
     lines = [
         f"The book measures **{counts['claims']} claims**: {counts['holds']} hold as stated, "
-        f"{counts['holds with a caveat']} hold with a caveat and {counts['does not hold as stated']} "
-        f"do not hold as stated. Besides them, {counts['checks']} checks of data and maths are "
+        f"{counts['holds with a caveat']} hold with a caveat, {counts['not testable here']} are not "
+        f"testable here and {counts['does not hold as stated']} do not hold as stated. Besides them, "
+        f"{counts['checks']} checks of data and maths are "
         "listed apart: they catch a bug in the code but cannot fail on a new seed.",
         "",
     ]
