@@ -401,3 +401,10 @@ def test_what_a_students_function_raises_carries_nothing_of_a_hidden_case_back(t
             assert last.filename == "<cell ex.0>", "the student still sees the line that raised"
     finally:
         student.close()
+
+
+def test_the_one_message_passed_on_is_a_stubbed_keys_naming_a_course_key():
+    stub = keyfree.MESSAGE.format(name="backprop_by_hand")
+    assert str(proxy.mirrored_exception({"type": "RuntimeError", "message": stub})) == stub
+    forged = proxy.mirrored_exception({"type": "RuntimeError", "message": keyfree.MESSAGE.format(name="case_4711")})
+    assert str(forged) == proxy.UNSAID, "a name that is no key could carry a hidden case"

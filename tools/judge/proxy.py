@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tools.judge import wire
+from tools.judge import keyfree, wire
 from tools.judge.cells import defined_names, plain_source
 from tools.judge.sandbox import Sandbox, SandboxError
 
@@ -78,6 +78,13 @@ class SandboxStopped(RuntimeError):
 
 
 UNSAID = "(in a graded class the grader does not pass on what your code said: it could repeat a hidden case)"
+_KEY_MESSAGE = re.compile("^" + re.escape(keyfree.MESSAGE).replace(re.escape("{name}"), r"(\w{1,80})") + "$")
+
+
+@functools.cache
+def _key_names() -> frozenset[str]:
+    """The names of the course's keys, whose stubs in the sandbox raise :data:`keyfree.MESSAGE`."""
+    return frozenset(getattr(f, "__name__", "") for f in keyfree.course_keys())
 
 
 def mirrored_exception(raised: dict) -> BaseException:
@@ -85,8 +92,14 @@ def mirrored_exception(raised: dict) -> BaseException:
     exception of that type (``Exception`` for a class of the student's own), with the message
     :data:`UNSAID`. Nothing the student's code chose reaches the feedback: a message, or a class
     named on the spot, could carry a hidden case's inputs back to the student (a function that
-    raises its arguments), to be answered from a table at the next hand-in."""
+    raises its arguments), to be answered from a table at the next hand-in. The one message
+    passed on is the grader's own, from a stubbed key (:mod:`tools.judge.keyfree`), naming one
+    of the course's keys."""
     name = str(raised.get("type", "Exception"))
+    message = str(raised.get("message", ""))
+    key = _KEY_MESSAGE.match(message)
+    if name == "RuntimeError" and key and key[1] in _key_names():
+        return RuntimeError(message)
     if raised.get("exit"):
         return SystemExit(UNSAID)
     if raised.get("not_implemented"):
