@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import helpers
 from tools.classroom import END, START, printed_key, strip_solutions
 from tools.plain_markdown import glued_text, plain_markdown
 from tools.toc import ROOT, toc_notebooks
@@ -77,7 +78,8 @@ def test_student_edition_is_one_archive_without_solutions(student_archive):
     with zipfile.ZipFile(__import__("io").BytesIO(texts[wheel])) as w:
         packaged = {n.split("/")[0] for n in w.namelist()}
         texts.update({f"{wheel}:{n}": w.read(n) for n in w.namelist()})
-    assert packaged == {"helpers", "residual_course_helpers-0.1.0.dist-info"}, "the wheel holds helpers only"
+    dist_info = f"residual_course_helpers-{helpers.__version__}.dist-info"
+    assert packaged == {"helpers", dist_info}, "the wheel holds helpers only"
     shipped = {n.removeprefix(f"{wheel}:") for n in texts if n.startswith(f"{wheel}:helpers/")}
     ours = {p.relative_to(ROOT).as_posix() for p in (ROOT / "helpers").rglob("*")
             if p.is_file() and "__pycache__" not in p.parts}
