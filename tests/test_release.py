@@ -59,9 +59,10 @@ def test_a_release_is_one_folder_of_versioned_files_from_a_committed_tree(tmp_pa
     from tools import release, student
 
     root = tmp_path / "course"
+    monkeypatch.setattr(release.helpers, "__version__", "9.8.7")
     files = {"pyproject.toml": '[project]\nname = "x"\nversion = "9.8.7"\n',
              "_build/html/index.html": "<p>the site</p>", "_build/pdf/residual-connections-measured.pdf": "%PDF",
-             "student-edition/residual-course-student/README.md": student.README.format(torch="torch==1"),
+             "student-edition/residual-course-student/README.md": student.readme("torch==1"),
              "student-edition/residual-course-student/requirements.txt": "torch==1\n./wheels/h.whl\n",
              "student-edition/residual-course-student/wheels/h.whl": "wheel",
              "student-edition/residual-course-student/LICENSE": "MIT",
@@ -90,7 +91,7 @@ def test_a_release_is_one_folder_of_versioned_files_from_a_committed_tree(tmp_pa
     with zipfile.ZipFile(out / "residual-connections-measured-9.8.7-notebooks.zip") as z:
         top = "residual-connections-measured-9.8.7-notebooks/"
         assert z.read(top + "ch1/01.ipynb") == b"lab copy" and z.read(top + "wheels/h.whl") == b"wheel"
-        assert "notebooks for self-study" in z.read(top + "README.md").decode()
+        assert z.read(top + "README.md").decode() == student.readme("torch==1", solutions=True)
     with zipfile.ZipFile(out / "residual-connections-measured-9.8.7-site.zip") as z:
         assert "residual-connections-measured-9.8.7-site/index.html" in z.namelist()
 

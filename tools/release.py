@@ -3,7 +3,7 @@
     python -m tools.release        # or `make release`, which builds them first
 
 From what ``make release`` built, it writes ``_build/release/VERSION/`` (the version is
-``pyproject.toml``'s):
+``pyproject.toml``'s, which ``helpers.__version__`` repeats):
 
 * ``residual-connections-measured-VERSION-site.zip``: the site (``_build/html``), which
   reads offline (open ``index.html``); every page's footer names the version and commit;
@@ -22,29 +22,18 @@ A release is a commit: the tree must have no uncommitted change. Tag it ``vVERSI
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import tempfile
 from pathlib import Path
 
+import helpers
 from tools.lab_copy import make_lab_copy
 from tools.launch import commit
 from tools.student import NAME as STUDENT
+from tools.student import readme
 from tools.toc import ROOT
 
 BOOK = "residual-connections-measured"
-SELF_STUDY = (": student edition\n\nThe course's notebooks, with exercises and their checkers "
-              "(the solutions are not here).",
-              ": notebooks for self-study\n\nThe course's notebooks, with exercises, their checkers "
-              "and their solutions (each folded under its exercise).")
-"""The student edition's README's first lines, and what the self-study archive's says instead."""
-
-
-def version(root: Path = ROOT) -> str:
-    """``pyproject.toml``'s version."""
-    return re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
-
-
 def _zip(folder: Path, archive: Path) -> Path:
     """``folder`` as ``archive`` (a .zip), its files under the folder's name."""
     return Path(shutil.make_archive(str(archive.with_suffix("")), "zip", folder.parent, folder.name))
@@ -54,7 +43,7 @@ def make_release(out: Path | None = None, root: Path = ROOT) -> Path:
     """Write the release's files (module docstring) into ``out`` (default
     ``_build/release/VERSION``); return that folder."""
     commit(root)  # refuses a tree with changes not committed
-    v = version(root)
+    v = helpers.__version__  # pyproject.toml's (tests/test_release.py keeps them equal)
     out = Path(out or root / "_build" / "release" / v)
     site, pdf = root / "_build" / "html", root / "_build" / "pdf" / f"{BOOK}.pdf"
     edition = root / "student-edition" / STUDENT
@@ -70,14 +59,12 @@ def make_release(out: Path | None = None, root: Path = ROOT) -> Path:
         _zip(folder, out / f"{folder.name}.zip")
         notebooks = Path(tmp) / f"{BOOK}-{v}-notebooks"
         make_lab_copy(notebooks)
-        for name in ("wheels", "requirements.txt", "README.md", "LICENSE", "LICENSE-CONTENT"):
+        for name in ("wheels", "requirements.txt", "LICENSE", "LICENSE-CONTENT"):
             copy = shutil.copytree if (edition / name).is_dir() else shutil.copyfile
             copy(edition / name, notebooks / name)
-        readme = notebooks / "README.md"
-        text, head = readme.read_text(encoding="utf-8"), SELF_STUDY[0]
-        if head not in text:
-            raise ValueError(f"the student edition's README no longer starts with {head!r}")
-        readme.write_text(text.replace(head, SELF_STUDY[1], 1), encoding="utf-8")
+        torch_pin = next(line for line in (edition / "requirements.txt").read_text(encoding="utf-8").splitlines()
+                         if line.startswith("torch=="))
+        (notebooks / "README.md").write_text(readme(torch_pin, solutions=True), encoding="utf-8")
         _zip(notebooks, out / f"{notebooks.name}.zip")
         edition_copy = Path(tmp) / f"{STUDENT}-{v}"
         shutil.copytree(edition, edition_copy)

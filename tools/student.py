@@ -42,9 +42,9 @@ NAME = "residual-course-student"
 # Besides what ``helpers`` needs (its wheel's dependencies): JupyterLab and a kernel to run the notebooks.
 TO_RUN_NOTEBOOKS = ("ipykernel", "jupyterlab")
 
-README = """# Residual Connections, Measured: student edition
+README = """# Residual Connections, Measured: {edition}
 
-The course's notebooks, with exercises and their checkers (the solutions are not here).
+The course's notebooks, with exercises and their checkers{solutions}.
 You need Python 3.10 or newer. In this folder, run:
 
 ```bash
@@ -72,6 +72,15 @@ Run All Cells).
 The code is under the MIT licence (`LICENSE`), the text and figures under CC BY-SA 4.0
 (`LICENSE-CONTENT`).
 """
+
+
+def readme(torch_pin: str, *, solutions: bool = False) -> str:
+    """The README of the student edition (``solutions=False``) or of the release's
+    self-study notebooks, which install the same way; ``torch_pin`` is its first install."""
+    if solutions:
+        return README.format(edition="notebooks for self-study", torch=torch_pin,
+                             solutions=", each solution folded under its exercise")
+    return README.format(edition="student edition", torch=torch_pin, solutions=" (the solutions are not here)")
 
 
 def student_requirements(wheel: Path, root: Path = ROOT) -> str:
@@ -145,7 +154,7 @@ def make_student_edition(out_dir: Path, root: Path = ROOT) -> Path:
     (folder / "requirements.txt").write_text(student_requirements(wheel, root), encoding="utf-8")
     torch = next(line for line in (folder / "requirements.txt").read_text(encoding="utf-8").splitlines()
                  if line.startswith("torch=="))
-    (folder / "README.md").write_text(README.format(torch=torch), encoding="utf-8")
+    (folder / "README.md").write_text(readme(torch), encoding="utf-8")
     for name in ("LICENSE", "LICENSE-CONTENT"):  # code MIT, text and figures CC BY-SA 4.0
         shutil.copyfile(root / name, folder / name)
     return Path(shutil.make_archive(str(out_dir / NAME), "zip", out_dir, NAME))

@@ -6,7 +6,7 @@
 * The site's root ``index.html``, which Jupyter Book writes as a bare redirect, gets a
   title and a link to the book for a browser that does not follow the redirect.
 * Every page's footer says which version of the course it was built from
-  (``pyproject.toml``'s version, and the commit where the build ran in a git checkout), so a
+  (``helpers.__version__``, and the commit where the build ran in a git checkout), so a
   class pinned to a release can tell its pages from a later build's.
 """
 
@@ -92,24 +92,23 @@ def root_index(app, exception):
 
 
 def built_from(root: Path) -> str:
-    """``version 0.2.0 (commit 1a2b3c4)``: the course's version, and the commit of ``root``
-    where there is one."""
-    version = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
+    """``version 0.2.0 (commit 1a2b3c4)``: the course's version (``helpers.__version__``, which
+    repeats ``pyproject.toml``'s), and the commit of ``root`` where there is one."""
+    import helpers
+
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
                                 text=True, timeout=10).stdout.strip()
     except OSError:  # no git
         commit = ""
-    return f"version {version}" + (f" (commit {commit})" if commit else "")
+    return f"version {helpers.__version__}" + (f" (commit {commit})" if commit else "")
 
 
 def footer_version(app, config):
     """Add the version the site is built from to the theme's footer."""
-    root = Path(app.srcdir)
-    if (root / "pyproject.toml").exists():
-        options = config.html_theme_options
-        options["extra_footer"] = (options.get("extra_footer") or "") + (
-            f"<p>Built from the course's {html.escape(built_from(root))}.</p>")
+    options = config.html_theme_options
+    options["extra_footer"] = (options.get("extra_footer") or "") + (
+        f"<p>Built from the course's {html.escape(built_from(Path(app.srcdir)))}.</p>")
 
 
 def setup(app):

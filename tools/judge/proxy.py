@@ -78,13 +78,12 @@ class SandboxStopped(RuntimeError):
 
 
 UNSAID = "(in a graded class the grader does not pass on what your code said: it could repeat a hidden case)"
-_KEY_MESSAGE = re.compile("^" + re.escape(keyfree.MESSAGE).replace(re.escape("{name}"), r"(\w{1,80})") + "$")
 
 
 @functools.cache
-def _key_names() -> frozenset[str]:
-    """The names of the course's keys, whose stubs in the sandbox raise :data:`keyfree.MESSAGE`."""
-    return frozenset(getattr(f, "__name__", "") for f in keyfree.course_keys())
+def _key_messages() -> frozenset[str]:
+    """What the stub of each of the course's keys raises in the sandbox (:data:`keyfree.MESSAGE`)."""
+    return frozenset(keyfree.MESSAGE.format(name=f.__name__) for f in keyfree.course_keys())
 
 
 def mirrored_exception(raised: dict) -> BaseException:
@@ -95,10 +94,8 @@ def mirrored_exception(raised: dict) -> BaseException:
     raises its arguments), to be answered from a table at the next hand-in. The one message
     passed on is the grader's own, from a stubbed key (:mod:`tools.judge.keyfree`), naming one
     of the course's keys."""
-    name = str(raised.get("type", "Exception"))
-    message = str(raised.get("message", ""))
-    key = _KEY_MESSAGE.match(message)
-    if name == "RuntimeError" and key and key[1] in _key_names():
+    name, message = str(raised.get("type", "Exception")), str(raised.get("message", ""))
+    if name == "RuntimeError" and message in _key_messages():
         return RuntimeError(message)
     if raised.get("exit"):
         return SystemExit(UNSAID)
