@@ -289,6 +289,149 @@ def test_predictions_are_graded_from_the_hand_in_made_before_the_measurement(tmp
     assert "A factor of a half per layer" in feedback
 
 
+BACKPROP = "def my_backprop(x, y, W1, b1, W2, b2, activation):\n    return None"
+BACKPROP_SOLVED = """def my_backprop(x, y, W1, b1, W2, b2, activation):
+    z1 = W1 @ x + b1
+    if activation == "relu":
+        a1, slope = np.maximum(z1, 0.0), (z1 > 0).astype(float)
+    else:
+        a1 = 1.0 / (1.0 + np.exp(-z1))
+        slope = a1 * (1.0 - a1)
+    delta2 = W2 @ a1 + b2 - y
+    delta1 = (W2.T @ delta2) * slope
+    return {"W1": np.outer(delta1, x), "b1": delta1, "W2": np.outer(delta2, a1), "b2": delta2}"""
+
+
+def _by_autograd(route: str) -> str:
+    """A backward pass that asks PyTorch for it, by ``route`` (code given ``W``, the parameters
+    as float64 tensors, and ``loss(W)``), returning the dict of gradients ``grads``."""
+    return textwrap.dedent("""\
+        import torch
+        def my_backprop(x, y, W1, b1, W2, b2, activation):
+            f = torch.relu if activation == "relu" else torch.sigmoid
+            names = ("W1", "b1", "W2", "b2")
+            W = [torch.tensor(v) for v in (W1, b1, W2, b2)]
+            def loss(*p):
+                return 0.5 * ((p[2] @ f(p[0] @ torch.tensor(x) + p[1]) + p[3] - torch.tensor(y)) ** 2).sum()
+        """) + textwrap.indent(textwrap.dedent(route), "    ") + \
+        "\n    return {n: g.detach().numpy() for n, g in zip(names, grads)}"
+
+
+@pytest.mark.slow
+@pytest.mark.coursework
+def test_a_backward_pass_by_hand_is_graded_by_hand_only(tmp_path):
+    """Issue 48.6: the backprop exercise puts autograd off limits, and the grader enforces it
+    however autograd is reached (not only by its name); a numerical gradient fails the large
+    hidden case; a copy of the reference code, or of another student, is flagged for review."""
+    root = tmp_path / "book"
+    (root / "book" / "ch2").mkdir(parents=True)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/ch2/index\nchapters:\n  - file: book/ch2/01_tiny\n")
+    (root / "book" / "ch2" / "index.md").write_text("# Tiny\n")
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        new_md("# Backprop"), new_code("import numpy as np\n\nimport helpers"),
+        new_md(_exercise("ex-backprop", "Backprop by hand", 8)), new_code(BACKPROP),
+        *_solution("ex-backprop", BACKPROP_SOLVED),
+        new_code("helpers.grading.check_two_layer_backprop(my_backprop)"),
+    ]), root / "book" / "ch2" / "01_tiny.ipynb")
+    from tools.classroom import release
+
+    course = tmp_path / "course"
+    handed_out = nbformat.read(release(2, tmp_path / "release", course, root=root)[0], as_version=4)
+    renamed = (BACKPROP_SOLVED.replace("delta", "err").replace("slope", "fprime").replace("a1", "h")
+               .replace("    z1", "    # the forward pass\n    z1"))
+    loops = textwrap.dedent("""\
+        def my_backprop(x, y, W1, b1, W2, b2, activation):
+            h = [max(v, 0.0) if activation == "relu" else 1 / (1 + np.exp(-v)) for v in W1 @ x + b1]
+            h = np.array(h)
+            out = W2 @ h + b2
+            e2 = out - y
+            gate = (h > 0) * 1.0 if activation == "relu" else h * (1 - h)
+            e1 = gate * (W2.T @ e2)
+            gW1 = np.zeros_like(W1)
+            for i in range(len(e1)):
+                gW1[i] = e1[i] * x
+            return dict(W1=gW1, b1=e1, W2=e2[:, None] * h[None, :], b2=e2)""")
+    numerical = textwrap.dedent("""\
+        def my_backprop(x, y, W1, b1, W2, b2, activation):
+            f = (lambda z: np.maximum(z, 0)) if activation == "relu" else (lambda z: 1 / (1 + np.exp(-z)))
+            p = {"W1": W1.copy(), "b1": b1.copy(), "W2": W2.copy(), "b2": b2.copy()}
+            loss = lambda: 0.5 * np.sum((p["W2"] @ f(p["W1"] @ x + p["b1"]) + p["b2"] - y) ** 2)
+            grads = {}
+            for k, v in p.items():
+                flat, g = v.reshape(-1), np.zeros(v.size)
+                for i in range(v.size):
+                    flat[i] += 1e-6
+                    up = loss()
+                    flat[i] -= 2e-6
+                    g[i] = (up - loss()) / 2e-6
+                    flat[i] += 1e-6
+                grads[k] = g.reshape(v.shape)
+            return grads""")
+    students = {  # id: (answer, points of 8 (or their range), what the review column must say)
+        "honest": (textwrap.dedent("""\
+            def my_backprop(x, y, W1, b1, W2, b2, activation):
+                pre = np.dot(W1, x) + b1
+                act = np.where(pre > 0, pre, 0.0) if activation == "relu" else 1 / (1 + np.exp(-pre))
+                d_act = np.where(pre > 0, 1.0, 0.0) if activation == "relu" else act - act ** 2
+                d_out = np.dot(W2, act) + b2 - y
+                d_pre = d_act * np.dot(d_out, W2)
+                return {"W2": np.einsum("i,j->ij", d_out, act), "b2": d_out,
+                        "W1": np.einsum("i,j->ij", d_pre, x), "b1": d_pre}"""), 8, None),
+        "loops": (loops, 8, "twin-a"),  # the twins copied it
+        "copy-of-key": (renamed, 8, "the course's reference code"),
+        "twin-a": (loops.replace("gate", "mask"), 8, "loops, twin-b"),
+        "twin-b": ("# mine\n" + loops.replace("e1", "back").replace("gW1", "grad_w1").replace("out =", "\n    out ="),
+                   8, "twin-a"),
+        "numerical": (numerical, range(8), None),  # the large case at least fails (and small ones can, on rounding)
+        "getattr": (_by_autograd("""\
+            for t in W:
+                t.requires_grad_(True)
+            getattr(loss(*W), "back" + "ward")()
+            grads = [t.grad for t in W]"""), 0, "used PyTorch's autograd"),
+        "func-vjp": (_by_autograd("""\
+            from torch.func import vjp
+            _, pull = vjp(loss, *W)
+            grads = pull(torch.tensor(1.0, dtype=torch.float64))"""), 0, "used PyTorch's autograd"),
+        "jacobian": (_by_autograd("""\
+            from torch.autograd.functional import jacobian
+            grads = jacobian(loss, tuple(W))"""), 0, "names jacobian"),
+        "engine": (_by_autograd("""\
+            for t in W:
+                t.requires_grad_(True)
+            out = loss(*W)
+            engine = torch.autograd.Variable._execution_engine
+            engine.run_backward((out,), (torch.ones_like(out),), False, False, (), True)
+            grads = [t.grad for t in W]"""), 0, "used PyTorch's autograd"),
+        "caught": (_by_autograd("""\
+            try:
+                for t in W:
+                    t.requires_grad_(True)
+                loss(*W).backward()
+            except BaseException:
+                pass
+            grads = [t.grad if t.grad is not None else torch.zeros_like(t) for t in W]"""), 0,
+                   "used PyTorch's autograd"),
+    }
+    submissions = tmp_path / "submissions"
+    for name, (answer, _, _) in students.items():
+        nb = copy.deepcopy(handed_out)
+        next(c for c in nb.cells if c.source == BACKPROP).source = answer
+        (submissions / name).mkdir(parents=True)
+        nbformat.write(nb, submissions / name / "01_tiny.ipynb")
+    grade(submissions, 2, course, root=root, cell_seconds=5)
+    with open(course / "grades.csv", newline="", encoding="utf-8") as f:
+        table = {r["student"]: r for r in csv.DictReader(f)}
+    wrong = [(name, table[name]["points"], table[name]["review"]) for name, (_, points, review) in students.items()
+             if round(float(table[name]["points"])) not in (points if isinstance(points, range) else [points])
+             or (review is None and table[name]["review"]) or (review and review not in table[name]["review"])]
+    assert not wrong, wrong
+    feedback = (course / "feedback" / "numerical" / "ch2" / "01_tiny.html").read_text(encoding="utf-8")
+    assert "✗ hidden large case" in feedback and "cannot finish within the time limit" in feedback
+    for name in ("getattr", "func-vjp", "engine"):
+        feedback = (course / "feedback" / name / "ch2" / "01_tiny.html").read_text(encoding="utf-8")
+        assert "compute the backward pass yourself" in feedback, name
+
+
 def _handed_in(nb: nbformat.NotebookNode, solved: bool) -> nbformat.NotebookNode:
     """The handed-out notebook, its exercises answered with the book's solutions (or untouched)."""
     released = graded_notebook(nb)

@@ -408,3 +408,22 @@ def test_the_one_message_passed_on_is_a_stubbed_keys_naming_a_course_key():
     assert str(proxy.mirrored_exception({"type": "RuntimeError", "message": stub})) == stub
     forged = proxy.mirrored_exception({"type": "RuntimeError", "message": keyfree.MESSAGE.format(name="case_4711")})
     assert str(forged) == proxy.UNSAID, "a name that is no key could carry a hidden case"
+
+
+def test_similarity_sees_through_names_comments_and_layout_not_through_a_different_method():
+    from tools.judge import similar
+
+    mine = ("def f(x, w):\n    h = np.maximum(w @ x, 0)\n    g = (h > 0) * 1.0\n    out = np.outer(g * h, x)\n"
+            "    total = out.sum(axis=0) + np.tanh(h).mean() * x\n    return {'w': out, 'x': total, 'h': h}")
+    renamed = ("# my own work\ndef f(inp, weight):\n    '''Mine.'''\n    act = np.maximum(weight @ inp, 0)\n\n"
+               "    mask = (act > 0) * 1.0\n    o = np.outer(mask * act, inp)  # outer\n"
+               "    t = o.sum(axis=0) + np.tanh(act).mean() * inp\n    return {'w': o, 'x': t, 'h': act}")
+    other = ("def f(x, w):\n    z = w.dot(x)\n    h = z.clip(min=0)\n    rows = [v * x for v in h * np.sign(h)]\n"
+             "    out = np.stack(rows)\n    return {'w': out, 'x': out.sum(0) + x * np.tanh(h).mean(), 'h': h}")
+    a, b, c = (similar.runs([s]) for s in (mine, renamed, other))
+    assert similar.similarity(a, b) == 1.0 and similar.similarity(a, c) < similar.THRESHOLD
+    found = similar.copies({"ann": [mine], "bob": [renamed], "cy": [other]}, references=[], starter=[])
+    assert found == {"ann": ["bob"], "bob": ["ann"]}
+    assert similar.copies({"ann": [mine]}, references=[renamed], starter=[]) == {"ann": ["the course's reference code"]}
+    # the starter code every student was given does not count, and what is left is too short to judge
+    assert similar.copies({"ann": [mine], "bob": [renamed]}, references=[], starter=[mine]) == {}

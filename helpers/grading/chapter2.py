@@ -221,14 +221,18 @@ def _case(description: str, problem: tuple, activation: str, hint: str, *, resid
 
 
 def _hidden_cases(hint: str, *, residual: bool) -> list[Case]:
-    """Two cases of random sizes (1 to 8) and activation, from fresh entropy."""
+    """Three cases of random activation, from fresh entropy: two of random sizes (1 to 8), and
+    one of 500 to 700 units a layer, which the backward pass answers in milliseconds and a
+    numerical gradient (a forward pass per parameter, about half a million) in minutes."""
     rng, cases = _rng(), []
-    for _ in range(2):
-        d, h, o = (int(n) for n in rng.integers(1, 9, size=3))
+    for low, high in ((1, 9), (1, 9), (500, 701)):
+        d, h, o = (int(n) for n in rng.integers(low, high, size=3))
         o = d if residual else o
         activation = str(rng.choice(ACTIVATIONS))
         sizes = f"d = {d}, h = {h}" if residual else f"(d, h, o) = ({d}, {h}, {o})"
-        cases.append(_case(f"hidden random case: {activation}, {sizes}", _problem(rng, d, h, o), activation, hint,
+        kind = (f"hidden large case ({h * (d + o + 1) + o:,} parameters: a numerical gradient, a forward pass per "
+                "parameter, cannot finish within the time limit)") if low > 1 else "hidden random case"
+        cases.append(_case(f"{kind}: {activation}, {sizes}", _problem(rng, d, h, o), activation, hint,
                            residual=residual))
     return cases
 
@@ -249,9 +253,10 @@ def check_two_layer_backprop(fn) -> Feedback:
     with ``f'(z) = 1`` where ``z > 0`` else 0 for ReLU, ``sigma(z)(1 - sigma(z))`` for the
     sigmoid. Cases: ReLU and sigmoid at ``(d, h, o) = (3, 4, 2)``; one active hidden unit;
     a ReLU unit that is inactive (``z1 < 0``, so a missing ``f'`` shows); a square case
-    ``d = h = o = 3`` (a transposed outer product has the right shape there); then two
-    hidden cases of random sizes and activation. The expected values are autograd's in
-    float64; a gradient passes within ``rtol = 1e-7``, ``atol = 1e-10``.
+    ``d = h = o = 3`` (a transposed outer product has the right shape there); then three
+    hidden cases (:func:`_hidden_cases`, the last too large for a numerical gradient).
+    The expected values are autograd's in float64; a gradient passes within
+    ``rtol = 1e-7``, ``atol = 1e-10``.
     """
     rng = np.random.default_rng(2)
     general = "δ2 = z2 − y; dW2 = outer(δ2, a1), db2 = δ2; δ1 = (W2ᵀ δ2) ⊙ f'(z1); dW1 = outer(δ1, x), db1 = δ1."
@@ -290,8 +295,8 @@ def check_residual_backprop(fn) -> Feedback:
     The gradient for ``x`` is checked first, then the parameters', naming a missing skip
     term, a missing branch term and the slips of :func:`check_two_layer_backprop`. Cases:
     ReLU with ``d = 4, h = 3``; sigmoid with ``d = 3, h = 5``; a zero second layer
-    (``W2 = 0``, ``b2 = 0``: then ``dL/dx = delta`` exactly and ``dW1 = db1 = 0``); then two
-    hidden cases of random sizes and activation. Autograd in float64 gives the expected
+    (``W2 = 0``, ``b2 = 0``: then ``dL/dx = delta`` exactly and ``dW1 = db1 = 0``); then three
+    hidden cases (:func:`_hidden_cases`). Autograd in float64 gives the expected
     values, matched within ``rtol = 1e-7``, ``atol = 1e-10``.
     """
     rng = np.random.default_rng(3)

@@ -98,6 +98,20 @@ def _defined_in_helpers(fn: Callable) -> tuple[str, str] | None:
     return module, fn.__qualname__
 
 
+AUTOGRAD_ROUTES = ("backward", "grad", "vjp", "jvp", "jacrev", "jacfwd", "jacobian", "hessian", "grad_fn",
+                   "make_dual", "forward_ad", "saved_tensors_hooks", "_execution_engine", "_C")
+"""Names of PyTorch's other ways to a gradient: a cell of an exercise that puts autograd off
+limits (:func:`autograd_in`) and names one is flagged for review. The sandbox stops every
+reverse-mode route as it runs (:mod:`tools.judge.worker`); the forward-mode ones, like finite
+differences, cost one pass per parameter, which a hidden case too large for them rules out."""
+
+
+def autograd_in(refs: Iterable[Callable]) -> bool:
+    """Whether the keys ``refs`` include PyTorch's autograd (the exercise asks for a backward
+    pass by hand)."""
+    return any((getattr(f, "__module__", "") or "").startswith("torch.autograd") for f in refs)
+
+
 def library_names(refs: Iterable[Callable]) -> set[str]:
     """The names of the keys that ``helpers`` does not define (PyTorch's), for review flags."""
     return {getattr(f, "__name__", "") for f in refs

@@ -77,6 +77,8 @@ class SandboxStopped(RuntimeError):
     """The student's sandbox stopped while answering (it exited, crashed or ran out of memory)."""
 
 
+AUTOGRAD = ("your function used PyTorch's autograd (it recorded a graph to differentiate), which this "
+            "exercise puts off limits: compute the backward pass yourself")
 UNSAID = "(in a graded class the grader does not pass on what your code said: it could repeat a hidden case)"
 
 
@@ -233,9 +235,12 @@ class Student:
 
     def flag(self, label: str, why: str) -> None:
         """Note for a person to review that this student's exercise ``label`` hit a limit."""
-        note = f"{label}: hit a limit of the sandbox: {why}; look at it"
-        if note not in self.notes:
-            self.notes.append(note)
+        self.review(label, f"hit a limit of the sandbox: {why}; look at it")
+
+    def review(self, label: str, note: str) -> None:
+        """Note ``note`` on this student's exercise ``label`` for a person to review (once)."""
+        if f"{label}: {note}" not in self.notes:
+            self.notes.append(f"{label}: {note}")
 
     def _start(self, cells: dict[str, str], names: list[str]) -> Sandbox:
         while len(_LIVE) >= MAX_LIVE:
@@ -273,8 +278,9 @@ def _clock_paused():
 class Proxy:
     """Stands in for a student's function: each call runs in the student's sandbox."""
 
-    def __init__(self, student: Student, name: str, names: list[str], label: str):
+    def __init__(self, student: Student, name: str, names: list[str], label: str, *, no_autograd: bool = False):
         self.student, self.name, self.names, self.label = student, name, names, label
+        self.no_autograd = no_autograd  # the exercise asks for a backward pass by hand
 
     def function(self):
         filename, source = next(((c, s) for c, s in self.student.cells.items() if self.name in defined_names(s)),
@@ -302,7 +308,8 @@ class Proxy:
     def __call__(self, *args, **kwargs):
         from helpers.grading.sandbox import CaseTimeout
 
-        request = {"op": "call", "name": self.name, "args": args, "kwargs": kwargs, "time_limit": CALL_BACKSTOP}
+        request = {"op": "call", "name": self.name, "args": args, "kwargs": kwargs, "time_limit": CALL_BACKSTOP,
+                   "no_autograd": self.no_autograd}
         try:
             with _clock_paused():  # starting a sandbox is the grader's time, not the student's
                 sandbox = self.student.ready(self.names, self.label)
@@ -320,6 +327,9 @@ class Proxy:
         if answer.get("timeout"):
             self.student.close()
             self._raise(CaseTimeout(CALL_BACKSTOP))
+        if answer.get("autograd"):
+            self.student.review(self.label, "used PyTorch's autograd, off limits in this exercise; look at it")
+            self._raise(RuntimeError(AUTOGRAD))
         if "missing" in answer:
             raise NameError(f"name {self.name!r} is not defined (did its cell run without errors?)")
         if "raised" in answer:

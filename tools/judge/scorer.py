@@ -35,25 +35,29 @@ measurement depends on the student's answer (chapter 5's gain) runs once per stu
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import hashlib
+import inspect
 import io
 import json
 import re
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 import numpy as np
 
-from tools.judge import keyfree, wire
+from tools.judge import keyfree, similar, wire
 from tools.judge.cells import (
     cell_name,
     cells_needed,
     defined_names,
     exercise_cells,
     is_prediction,
+    plain_source,
     read_hand_in,
     reasoning,
     setup_source,
@@ -155,7 +159,9 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     setup = {f"<cell setup.{i}>": setup_source(c.source) for i, c in enumerate(nb.cells)
              if c.cell_type == "code" and i not in own and i in kept}
     setup = {name: source for name, source in setup.items() if source}
-    students, results, flagged = {}, {}, _flag_patterns(nb, exercises)
+    refs = {ex.label: keyfree.checker_references(nb.cells[ex.checker].source) for ex in exercises}
+    no_autograd = {label for label, found in refs.items() if keyfree.autograd_in(found)}
+    students, results, answers, flagged = {}, {}, {}, _flag_patterns(refs)
     for who, handed in sorted(submissions.items()):
         results[who] = {}
         own_nb, why_not = read_hand_in(handed.get("notebook"), "the notebook")
@@ -187,7 +193,13 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
             for k, source in enumerate(own):
                 cells[cell_name(ex.label, k)] = source
                 notes += [f"{ex.label}: {why}" for why in flagged(ex.label, source)]
+            answers.setdefault(ex.label, {})[who] = own
         students[who] = Student(who, cells, lib, notes=notes, cell_seconds=cell_seconds, fixed=fixed)
+    for ex in exercises:
+        for who, alike in similar.copies(answers.get(ex.label, {}), references(nb, ex, kept, refs[ex.label]),
+                                         [nb.cells[j].source for j in ex.starters]).items():
+            students[who].review(ex.label, f"its code is nearly the same as {', '.join(alike)}'s (syntax trees "
+                                           "compared, names and layout aside); look at it")
     from traitlets.config import Config
 
     config = Config()
@@ -205,7 +217,8 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
                 active = {w: s for w, s in students.items() if ex.label not in results[w]}
                 with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
                     for who, outcome in _check(shell, cell.source, ex, names[ex.label], all_names, active,
-                                               hidden_seed(class_seed, ex.label), base).items():
+                                               hidden_seed(class_seed, ex.label), base,
+                                               ex.label in no_autograd).items():
                         results[who][ex.label] = outcome
             with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
                 outcome = shell.run_cell(cell.source, store_history=False)
@@ -226,23 +239,50 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     return results
 
 
-def _flag_patterns(nb, exercises):
-    """A function saying which library versions of an exercise's answer a student's cell names."""
+def references(nb, ex, kept: list[int], keys) -> list[str]:
+    """The course's reference code for exercise ``ex``: the book's solution cells and the
+    source of each of its keys that ``helpers`` defines."""
+    start = ex.starters[-1] + 1 if ex.starters else ex.checker
+    found = [nb.cells[j].source for j in range(start, ex.checker) if j not in kept and nb.cells[j].cell_type == "code"]
+    for key in keys:
+        if (getattr(key, "__module__", "") or "").startswith("helpers."):
+            with contextlib.suppress(OSError, TypeError):
+                found.append(textwrap.dedent(inspect.getsource(inspect.unwrap(key))))
+    return found
+
+
+def _flag_patterns(refs: dict[str, list]):
+    """A function saying which library versions of an exercise's answer (``refs``, by label)
+    a student's cell names; for an exercise that puts autograd off limits, also its other
+    routes (:data:`keyfree.AUTOGRAD_ROUTES`) and an attribute fetched by a computed name."""
     patterns = {}
-    for ex in exercises:
-        refs = keyfree.checker_references(nb.cells[ex.checker].source)
-        patterns[ex.label] = [(n, re.compile(rf"\.{re.escape(n)}\b|\b{re.escape(n)}\s*\("))
-                              for n in sorted(keyfree.library_names(refs))]
+    for label, found in refs.items():
+        names = keyfree.library_names(found) | (set(keyfree.AUTOGRAD_ROUTES) if keyfree.autograd_in(found) else set())
+        patterns[label] = [(n, re.compile(rf"\.{re.escape(n)}\b|\b{re.escape(n)}\s*\(")) for n in sorted(names)]
 
     def flagged(label: str, source: str) -> list[str]:
-        return [f"names {name}, a library's version of the answer; look at it"
-                for name, pattern in patterns.get(label, []) if pattern.search(source)]
+        found = [f"names {name}, a library's version of the answer; look at it"
+                 for name, pattern in patterns.get(label, []) if pattern.search(source)]
+        if keyfree.autograd_in(refs.get(label, ())) and _computed_getattr(source):
+            found.append("fetches an attribute by a computed name (getattr); look at it")
+        return found
 
     return flagged
 
 
+def _computed_getattr(source: str) -> bool:
+    """Whether ``source`` calls ``getattr`` with a name that is not written out."""
+    try:
+        tree = ast.parse(plain_source(source))
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr"
+               and len(n.args) > 1 and not (isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str))
+               for n in ast.walk(tree))
+
+
 def _check(shell, source: str, ex, names: list[str], all_names: list[str], students: dict[str, Student],
-           seed: int, base) -> dict[str, dict]:
+           seed: int, base, no_autograd: bool) -> dict[str, dict]:
     """Each student's outcome at the checker cell ``source`` of exercise ``ex``."""
     ns = shell.user_ns
     saved = {n: ns[n] for n in names if n in ns}
@@ -255,7 +295,7 @@ def _check(shell, source: str, ex, names: list[str], all_names: list[str], stude
         calls = recorder.calls
         for who, student in students.items():
             try:
-                out[who] = _check_one(shell, source, ex, names, all_names, student, calls, seed, base)
+                out[who] = _check_one(shell, source, ex, names, all_names, student, calls, seed, base, no_autograd)
             except Exception as err:  # a fault of the grader's with this answer: no points, and a person looks
                 why = f"the grader could not check this answer ({type(err).__name__}: {str(err)[:300]})"
                 out[who] = {"score": 0.0, "lines": [why], "notes": [why]}
@@ -267,12 +307,12 @@ def _check(shell, source: str, ex, names: list[str], all_names: list[str], stude
 
 
 def _check_one(shell, source: str, ex, names: list[str], all_names: list[str], student: Student, calls: list,
-               seed: int, base) -> dict:
+               seed: int, base, no_autograd: bool) -> dict:
     """One student's outcome at exercise ``ex``'s checker cell (see :func:`_check`)."""
     ns = shell.user_ns
     try:
         student.ready(all_names, ex.label)
-        bound = _bind(student, names, all_names, ex.label)
+        bound = _bind(student, names, all_names, ex.label, no_autograd)
     except SandboxError:
         bound = {n: None for n in names}
     prefix = [f"your cell raised {str(e.get('type', 'an error'))[:80]}: {str(e.get('message', ''))[:300]}"
@@ -296,13 +336,14 @@ def _check_one(shell, source: str, ex, names: list[str], all_names: list[str], s
     return {"score": float(feedback.score), "lines": [*prefix, *feedback.lines], "passed": bool(feedback.passed)}
 
 
-def _bind(student: Student, names: list[str], all_names: list[str], label: str) -> dict:
-    """The student's answers of an exercise: functions as proxies, the rest as data."""
+def _bind(student: Student, names: list[str], all_names: list[str], label: str, no_autograd: bool) -> dict:
+    """The student's answers of an exercise: functions as proxies (with autograd stopped where
+    the exercise puts it off limits), the rest as data."""
     bound = {}
     for n in names:
         value = student.values.get(n, {})
         if isinstance(value, dict) and value.get("function"):
-            bound[n] = Proxy(student, n, all_names, label).function()
+            bound[n] = Proxy(student, n, all_names, label, no_autograd=no_autograd).function()
         elif isinstance(value, dict) and "value" in value:
             try:
                 bound[n] = wire.decode(value["value"])

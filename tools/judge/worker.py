@@ -18,7 +18,11 @@ Requests (dicts, ``op`` says which):
   callable, ``{"missing": true}`` when the cells did not define it.
 * ``call``: ``name``, ``args``, ``kwargs``, ``time_limit`` (seconds): calls the student's
   function; answers its result, the arguments as the call left them (a model as its state),
-  and what it raised or that it ran out of time.
+  and what it raised or that it ran out of time. With ``no_autograd`` (an exercise that asks
+  for a backward pass by hand), the call runs under saved-tensor hooks that stop it the
+  moment it records an autograd graph (``backward``, ``torch.autograd.grad`` or
+  ``.functional``, a graph's nodes called by hand, the engine itself; ``torch.func``'s
+  reverse-mode transforms refuse to run under such hooks): it answers ``{"autograd": true}``.
 
 This file imports only the standard library, NumPy and PyTorch before the student's cells run.
 """
@@ -40,6 +44,19 @@ _MAGIC = re.compile(r"^\s*[%!]")
 
 class _Timeout(BaseException):
     pass
+
+
+class _Autograd(BaseException):  # not an Exception: a student's ``except Exception`` lets it through
+    pass
+
+
+_TORCH_FUNC_REFUSES = "don't yet support saved tensor hooks"
+_RECORDED = []  # a graph was recorded during this call (even where the student caught the stop)
+
+
+def _graph_recorded(*_):
+    _RECORDED.append(True)
+    raise _Autograd()
 
 
 def _alarm(signum, frame):
@@ -106,15 +123,31 @@ def _call(ns: dict, request: dict, wire, torch) -> dict:
     if not callable(fn):
         return {"missing": True}
     args, kwargs = request["args"], request["kwargs"]
+    hooks = torch.autograd.graph.saved_tensors_hooks
+    guard = hooks(_graph_recorded, _graph_recorded) if request.get("no_autograd") else None
+    _RECORDED.clear()
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, float(request["time_limit"]), 0.25)
     try:
         try:
-            result = fn(*args, **kwargs)
+            if guard is None:
+                result = fn(*args, **kwargs)
+            else:
+                with guard:
+                    result = fn(*args, **kwargs)
+                    hooks_now = torch._C._autograd._top_saved_tensors_default_hooks(False)
+                    if _RECORDED or hooks_now != (_graph_recorded,) * 2:
+                        raise _Autograd()  # a graph was recorded, or the hooks were taken off
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _Timeout:
         return {"timeout": True}
+    except _Autograd:
+        return {"autograd": True}
+    except RuntimeError as err:  # torch.func's reverse mode refuses to run under the hooks
+        if guard is not None and _TORCH_FUNC_REFUSES in str(err):
+            return {"autograd": True}
+        return {"raised": _raised(err)}
     except KeyboardInterrupt as err:
         return {"raised": _raised(err)}
     except BaseException as err:
