@@ -385,7 +385,7 @@ def test_the_site_without_solutions_has_none_and_reuses_the_execution(site):
         tagged = sum("hide-output" in c.metadata.get("tags", []) for c in notebook.cells)
         without = (HTML / page).read_text(encoding="utf-8")
         assert without.count('class="course-withheld"') == tagged, page
-    printed = "measured factor under He init: {"  # the output's line, not the code's string
+    printed = "measured error-signal factor under Xavier init: {"  # the output's line, not the code's string
     assert printed in _html(site, "book/ch1/04_vanishing_gradients.html")
     assert printed not in (HTML / "book/ch1/04_vanishing_gradients.html").read_text("utf-8")
     assert "course-model-answer" not in (HTML / "book/ch3/03_add_or_concat.html").read_text(encoding="utf-8"), \
