@@ -90,14 +90,23 @@ class IdentityRace:
                 f"   final loss {self.final(kind, n_blocks):.4f}")
 
 
+def race_stack(kind: str, n_blocks: int, *, init: str = "pytorch", width: int = 32, n: int = 512,
+               seed: int = 0, hidden: int | None = None):
+    """``(stack, x)``: the ``kind`` stack of ``n_blocks`` blocks and the inputs of
+    :func:`identity_races` for these arguments, as the race draws them from ``seed`` (train
+    it with :func:`fit_identity` to redo one of the race's runs)."""
+    kind = choice("kind", kind, ("plain", "residual"))
+    x, _ = identity_task(n, width, seed=seed, nonnegative=True)
+    with isolated(seed):
+        plain, residual = stack_twins(n_blocks, width, init=init, hidden=hidden, **STACK_OPTIONS)
+    return (residual if kind == "residual" else plain), x
+
+
 def _train_stack(kind: str, n_blocks: int, *, init: str, width: int, n: int, steps: int, lr: float,
                  weight_decay: float = 0.0, seed: int = 0, hidden: int | None = None) -> dict:
     """One stack of the twins drawn from ``seed``, fitted to the identity: its loss curve, and
     its branch ratios and block weight norms before and after."""
-    x, _ = identity_task(n, width, seed=seed, nonnegative=True)
-    with isolated(seed):
-        plain, residual = stack_twins(n_blocks, width, init=init, hidden=hidden, **STACK_OPTIONS)
-    model = residual if kind == "residual" else plain
+    model, x = race_stack(kind, n_blocks, init=init, width=width, n=n, seed=seed, hidden=hidden)
     before = {"ratios": branch_ratios(model, x), "weights": block_weight_norms(model)}
     losses = fit_identity(model, x, steps, lr, weight_decay=weight_decay)
     return {"losses": losses, "init": before,
