@@ -8,11 +8,13 @@ are computed side by side on the available cores (:func:`helpers.parallel.run_al
 from __future__ import annotations
 
 import numpy as np
+import torch
 from torch.nn import functional as F
 
-from .._checks import non_empty
+from .._checks import non_empty, positive_int, real_number
 from ..measure.landscape import loss_surface_2d
 from ..parallel import run_all
+from .twins import train_twin_group
 
 
 def train_loss_surfaces(runs, data, grid, *, seed: int = 0, workers: int | None = None) -> dict[str, list[np.ndarray]]:
@@ -33,3 +35,31 @@ def train_loss_surfaces(runs, data, grid, *, seed: int = 0, workers: int | None 
     for (kind, _), surface in zip(pairs, surfaces):
         out.setdefault(kind, []).append(surface)
     return out
+
+
+def checkpoint_at_loss(data, depth: int, seed: int, target: float, *, kind: str = "residual",
+                       max_epochs: int = 30, **options):
+    """``(net, epochs)``: the ``kind`` twin of ``seed`` as the recipe's run
+    (:func:`~helpers.experiments.twins.train_twin_group`) left it after ``epochs`` epochs, the
+    epoch whose training loss (cross-entropy on the whole training set, in evaluation mode)
+    is nearest ``target`` on a log scale, among the epochs up to the first at or below it
+    (at most ``max_epochs``). The first ``epochs`` epochs of a longer run are a run of
+    ``epochs`` epochs (a constant rate, the same mini-batches), so each is trained anew."""
+    target = real_number("target", target, low=0.0, low_inclusive=False)
+    best = None
+    for epochs in range(1, positive_int("max_epochs", max_epochs) + 1):
+        [(net, _)] = train_twin_group(data, depth, [seed], kinds=(kind,), epochs=epochs, progress=False,
+                                      **options).values()
+        loss = train_loss(net, data)
+        if best is None or abs(np.log(loss / target)) < abs(np.log(best[2] / target)):
+            best = (net, epochs, loss)
+        if loss <= target:
+            break
+    return best[0], best[1]
+
+
+def train_loss(model, data) -> float:
+    """Cross-entropy (nats) of ``model`` on the whole training set, in evaluation mode."""
+    model.eval()
+    with torch.no_grad():
+        return float(F.cross_entropy(model(data.x_train), data.y_train))
