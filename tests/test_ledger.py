@@ -127,3 +127,13 @@ def test_the_ledger_pastes_numbers_from_the_run_and_shows_the_asserts(tmp_path):
     assert "assert x > 1\n" in text and "x is big" not in text
     assert '<span lang="zh">「原话」</span>' in text and "{ref}`the cell <claim-9-1>`" in text
     assert "**1 claims**: 1 hold as stated" in text
+
+
+def test_the_courses_own_extensions_are_marked_and_quote_no_source():
+    entries = read_ledger(NOTEBOOKS)
+    extensions = [e for e in entries if e.extension]
+    assert {"1.10a", "1.10b", "1.10c"} <= {e.id for e in extensions}
+    assert not any(e.quote for e in extensions), "an extension is the course's own, not a source's claim"
+    text = ledger_markdown(entries, ROOT / "book" / "appendix" / "ledger.md")
+    assert "### 1.10a · holds · the course's own extension" in text
+    assert f"{len(extensions)} of the claims are the course's own extensions" in text

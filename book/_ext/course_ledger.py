@@ -46,7 +46,8 @@ carries its ledger entry (a dict, or a list of dicts for a cell that asserts sev
       "why": "...",                     # checks: why the asserts cannot fail on a new seed
       "quote": "源文的原话",             # optional: the source's own words (Chinese)
       "number": {"key": "plain_gap", "format": ".1f", "unit": " points", "what": "..."},
-      "asserts": [0, 1]                 # optional: which of the cell's asserts check this claim
+      "asserts": [0, 1],                # optional: which of the cell's asserts check this claim
+      "extension": true                 # optional: an experiment of the course's own (no quote)
     }
 
 A **check** is an assert that cannot fail on a new seed: it holds by definition, by
@@ -107,6 +108,7 @@ class Entry:
     caveat: str = ""
     quote: str = ""
     why: str = ""
+    extension: bool = False  # an experiment of the course's own, beside the sources' claims
 
     @property
     def label(self) -> str:
@@ -177,6 +179,10 @@ def read_ledger(notebooks) -> list[Entry]:
                              f"{meta['id']}: a verdict other than 'holds' needs a caveat")
                 for key in ("why", "quote"):
                     _require(isinstance(meta.get(key, ""), str), where, f"{meta['id']}: {key} must be a string")
+                _require(isinstance(meta.get("extension", False), bool), where,
+                         f"{meta['id']}: extension must be a bool")
+                _require(not (meta.get("extension") and meta.get("quote")), where,
+                         f"{meta['id']}: an extension of the course's own quotes no source")
                 number = meta.get("number", {})
                 _require(meta["kind"] == "check" or bool(number), where, f"{meta['id']}: a claim needs a number")
                 _require(isinstance(number, dict) and (not number or {"key", "what"} <= set(number)), where,
@@ -196,7 +202,8 @@ def read_ledger(notebooks) -> list[Entry]:
                 entries.append(Entry(
                     id=str(meta["id"]), kind=meta["kind"], claim=meta["claim"], notebook=path, cell=index,
                     asserts=asserts, number=number, verdict=meta.get("verdict", ""),
-                    caveat=meta.get("caveat", ""), quote=meta.get("quote", ""), why=meta.get("why", "")))
+                    caveat=meta.get("caveat", ""), quote=meta.get("quote", ""), why=meta.get("why", ""),
+                    extension=meta.get("extension", False)))
     seen: dict[str, Entry] = {}
     for entry in entries:
         if entry.id in seen:
@@ -210,7 +217,8 @@ def summary(entries: list[Entry]) -> dict[str, int]:
     """How many measured claims, how many hold, hold with a caveat, do not hold; how many checks."""
     claims = [e for e in entries if e.kind == "claim"]
     counts = {v: sum(e.verdict == v for e in claims) for v in VERDICTS}
-    return {"claims": len(claims), **counts, "checks": len(entries) - len(claims)}
+    return {"claims": len(claims), **counts, "checks": len(entries) - len(claims),
+            "extensions": sum(e.extension for e in claims)}
 
 
 # --- The source's words ---------------------------------------------------------------------
@@ -563,7 +571,9 @@ def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | Non
         f"{counts['holds with a caveat']} hold with a caveat, {counts['not testable here']} are not "
         f"testable here and {counts['does not hold as stated']} do not hold as stated. Besides them, "
         f"{counts['checks']} checks of data and maths are "
-        "listed apart: they catch a bug in the code but cannot fail on a new seed.",
+        "listed apart: they catch a bug in the code but cannot fail on a new seed. "
+        f"{counts['extensions']} of the claims are the course's own extensions, experiments beyond "
+        "the source articles, marked so below.",
         "",
     ]
     backlinks: dict[str, list[SourceClaim]] = {}
@@ -600,7 +610,7 @@ def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | Non
             verdict = e.verdict if kind == "claim" else "check"
             lines += [
                 f"({e.row_label})=",
-                f"### {e.id} · {verdict}",
+                f"### {e.id} · {verdict}" + (" · the course's own extension" if e.extension else ""),
                 "",
                 f"**{_md_escape(e.claim)}**" + (f" *{e.verdict.capitalize()}*: {_md_escape(e.caveat)}"
                                                  if e.caveat else ""),
