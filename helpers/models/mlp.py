@@ -71,8 +71,9 @@ class Block(nn.Module):
         self.order = choice("order", order, ORDERS)
         self.branch_scale = real_number("branch_scale", branch_scale)
         self.fc1, self.fc2 = Linear(width, self.hidden), Linear(self.hidden, width)
-        # The skip's factor: 1 for every net on its own. In a stack of nets that mixes
-        # plain and residual members (helpers.stack), a plain member's is 0.
+        # The skip's factor: 1 for a net on its own, unless dialled (helpers.experiments.dial).
+        # In a stack of nets that mixes plain and residual members (helpers.stack), a plain
+        # member's is 0.
         self.skip_scale = 1.0
         # post: N1 follows fc1 (hidden units), N2 follows fc2; pre: N1 acts on the input, N2 on fc1's output
         if self.order == "post":
