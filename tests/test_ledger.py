@@ -135,5 +135,5 @@ def test_the_courses_own_extensions_are_marked_and_quote_no_source():
     assert {"1.10a", "1.10b", "1.10c"} <= {e.id for e in extensions}
     assert not any(e.quote for e in extensions), "an extension is the course's own, not a source's claim"
     text = ledger_markdown(entries, ROOT / "book" / "appendix" / "ledger.md")
-    assert "### 1.10a · holds · the course's own extension" in text
+    assert "### 1.10c · holds with a caveat · the course's own extension" in text
     assert f"{len(extensions)} of the claims are the course's own extensions" in text

@@ -3,8 +3,9 @@
 Every block of a :class:`~helpers.models.mlp.DeepMLP` scales its skip by ``alpha``
 (:func:`dialled`): 0 is the plain net, 1 the residual net, with the same weights. For each
 depth and setting of the dial, :func:`dial_runs` measures the gradient's per-layer growth
-at initialisation (in float64, as :func:`~helpers.experiments.gradient_flow.init_gradient_profiles`
-does) and trains the net with chapter 1's recipe (:func:`helpers.training.fit`, all settings
+at initialisation (the net's own weights, carried over to float64 for the profile, as
+:func:`~helpers.experiments.gradient_flow.init_gradient_profiles` computes in float64) and
+trains the net with chapter 1's recipe (:func:`helpers.training.fit`, all settings
 of one depth at once), recording its final training error.
 """
 
@@ -14,7 +15,6 @@ import copy
 import math
 from dataclasses import dataclass
 
-import torch
 from torch.nn import functional
 
 from .._checks import non_empty, real_number
@@ -39,7 +39,8 @@ def dialled(net: DeepMLP, alpha: float) -> DeepMLP:
 @dataclass
 class DialRun:
     """One net of the dial: its depth, its ``alpha``, its gradient profile at initialisation,
-    the per-layer factor ``g`` fitted to it, and its training error after the recipe."""
+    the per-layer factor ``g`` fitted to its blocks' layers, and its training error after
+    the recipe."""
 
     depth: int
     alpha: float
@@ -49,8 +50,9 @@ class DialRun:
 
     @property
     def growth(self) -> float:
-        """``g ** (depth - 1)``: how much larger the first layer's gradient is than the last's,
-        by the fitted factor."""
+        """``g ** (depth - 1)``, the total growth: how much larger the first layer's gradient
+        is than the last's by the fitted factor (an estimate, not the measured ratio of the
+        two ends)."""
         return self.g ** (self.depth - 1)
 
 
@@ -58,25 +60,21 @@ def dial_runs(data, depths=(20, 32, 56), alphas=(0.0, 0.5, 0.75, 0.9, 1.0), *, s
               width: int = 32, epochs: int = 30, lr: float = 0.05, batch: int = 256) -> list[DialRun]:
     """A :class:`DialRun` for each depth and ``alpha``: the residual net drawn from ``seed``
     (He init, BatchNorm, post-activation: the recipe's), dialled. The profile uses the first
-    ``batch`` training images; every ``alpha`` of a depth starts from the same weights."""
+    ``batch`` training images; every ``alpha`` of a depth starts from the same weights. ``g``
+    is fitted to the blocks' layers only (not the stem, which sees the raw inputs, nor the
+    head, which has no normalisation)."""
     alphas = [real_number("alphas[i]", a, low=0.0, high=1.0) for a in non_empty("alphas", alphas)]
     runs = []
     for depth in non_empty("depths", depths):
-        previous = torch.get_default_dtype()
-        torch.set_default_dtype(torch.float64)
-        try:
-            with isolated(seed):
-                exact = DeepMLP(depth, width, in_features=data.n_features, n_classes=data.n_classes)
-        finally:
-            torch.set_default_dtype(previous)
-        x, y = data.x_train[:batch].double(), data.y_train[:batch]
-        profiles = [gradient_profile(dialled(copy.deepcopy(exact), a), functional.cross_entropy, x, y)
-                    for a in alphas]
         with isolated(seed):
             drawn = DeepMLP(depth, width, in_features=data.n_features, n_classes=data.n_classes)
+        x, y = data.x_train[:batch].double(), data.y_train[:batch]
+        # the very nets that train, their weights carried over to float64 for the profile
+        profiles = [gradient_profile(dialled(copy.deepcopy(drawn).double(), a), functional.cross_entropy, x, y)
+                    for a in alphas]
         nets = [dialled(copy.deepcopy(drawn), a) for a in alphas]
         fit(nets, data.x_train, data.y_train, epochs=epochs, lr=lr, seed=seed,
             description=f"{len(nets)} nets of depth {depth}")
-        runs += [DialRun(depth, a, p, per_layer_factor(p.weight), error_rate(net, data.x_train, data.y_train))
+        runs += [DialRun(depth, a, p, per_layer_factor(p.weight[1:-1]), error_rate(net, data.x_train, data.y_train))
                  for a, p, net in zip(alphas, profiles, nets)]
     return runs

@@ -32,7 +32,7 @@ def dial_summary(runs, *, rate: float, title: str):
         right.grid(True, which="major", alpha=0.3)
     finish(left, title="Per-layer growth at initialisation", xlabel="skip scale α (0 plain, 1 residual)",
            ylabel="gradient growth per layer g")
-    finish(right, title="Training error after the recipe", xlabel="growth first layer / last, g^(depth-1) (log)",
+    finish(right, title="Training error after the recipe", xlabel="total growth g^(depth-1), fitted (log)",
            ylabel="training error (%)")
     return title_figure(fig, title)
 
