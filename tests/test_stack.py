@@ -77,6 +77,23 @@ def test_a_stack_trains_each_net_as_torch_optim_trains_it_alone(options):
         assert (out - ref_out).abs().max() <= 1e-4 * max(1.0, float(ref_out.abs().max()))
 
 
+def test_a_stack_of_dialled_nets_trains_each_as_alone():
+    """Chapter 1's dial (helpers.experiments.dial): nets whose skips are scaled by different
+    alphas, trained as one stack, take each the steps torch.optim takes for it alone."""
+    from helpers.experiments.dial import dialled
+
+    data = helpers.data.digits()
+    helpers.seed_everything(0)
+    first = DeepMLP(8, 16)
+    models = [dialled(copy.deepcopy(first), a) for a in (0.0, 0.5, 0.9, 1.0)]
+    alone = [copy.deepcopy(m) for m in models]
+    fit(models, data.x_train, data.y_train, epochs=1, lr=0.05, seed=3, progress=False)
+    for model, ref in zip(models, alone):
+        _alone(ref, data.x_train, data.y_train, epochs=1, lr=0.05, seed=3)
+        assert _max_difference(model, ref) < 1e-4
+    assert _max_difference(models[0], models[3]) > 1e-2, "the dial changes the training"
+
+
 def test_one_net_and_a_warm_up_under_sgd_and_adam():
     """One net is a stack of one; warm-up ramps each net's own rate; Adam's step scales with
     the rate as SGD's does. Without BatchNorm for Adam: a bias in front of BatchNorm has a
