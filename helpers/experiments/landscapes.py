@@ -44,7 +44,8 @@ def checkpoint_at_loss(data, depth: int, seed: int, target: float, *, kind: str 
     epoch whose training loss (cross-entropy on the whole training set, in evaluation mode)
     is nearest ``target`` on a log scale, among the epochs up to the first at or below it
     (at most ``max_epochs``). The first ``epochs`` epochs of a longer run are a run of
-    ``epochs`` epochs (a constant rate, the same mini-batches), so each is trained anew."""
+    ``epochs`` epochs (a constant rate, the same mini-batches; to float rounding, since the
+    recipe trains nets in a stack), so each is trained anew."""
     target = real_number("target", target, low=0.0, low_inclusive=False)
     best = None
     for epochs in range(1, positive_int("max_epochs", max_epochs) + 1):

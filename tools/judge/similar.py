@@ -14,6 +14,7 @@ Nothing here changes a score: a person decides.
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Iterable
 
 from tools.judge.cells import plain_source
@@ -56,7 +57,7 @@ def tokens(sources: Iterable[str]) -> list[str]:
     return out
 
 
-_GLOBAL = frozenset({"np", "numpy", "torch", "nn", "F", "math", "helpers", *dir(__builtins__)})
+_GLOBAL = frozenset({"np", "numpy", "torch", "nn", "F", "math", "helpers", *dir(builtins)})  # kept as written
 
 
 def runs(sources: Iterable[str], base: frozenset = frozenset()) -> frozenset:
