@@ -283,3 +283,20 @@ def test_autograd_is_off_limits_and_works_again_afterwards(how):
     (x ** 2).sum().backward()
     assert torch.equal(x.grad, torch.full((2,), 2.0)), "autograd works again after the check"
     assert torch.autograd.grad((x ** 3).sum(), x)[0].tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("check, backward", [(check_two_layer_backprop, _backward),
+                                             (check_residual_backprop, _residual)])
+def test_an_answer_that_only_small_cases_pass_scores_nothing(check, backward):
+    """A numerical gradient passes every small case and fails the large hidden one (its cost is a
+    pass per parameter): the exercise then scores 0, and the feedback says why."""
+
+    def small_only(x, *args):
+        if len(x) > 100:
+            raise MemoryError("a pass per parameter")
+        return backward(x, *args)
+
+    feedback = check(small_only)
+    assert not feedback.passed and feedback.score == 0
+    assert "No points: the large case" in feedback.lines[-1]
+    assert sum(line.startswith("✓") for line in feedback.lines) == len(feedback.lines) - 2

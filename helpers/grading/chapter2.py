@@ -14,6 +14,7 @@ residual block a missing skip or branch term in the gradient of the input.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
@@ -237,6 +238,17 @@ def _hidden_cases(hint: str, *, residual: bool) -> list[Case]:
     return cases
 
 
+def _by_hand(feedback: Feedback) -> Feedback:
+    """No points unless the large hidden case passes: a backward pass answers it as fast as the
+    small ones, while a numerical gradient (or anything else that needs a pass per parameter)
+    passes the small cases and fails only this one."""
+    if any(line.startswith("✗ hidden large case") for line in feedback.lines):
+        return dataclasses.replace(feedback, score=0.0, lines=[*feedback.lines, (
+            "No points: the large case is where a backward pass by hand and a numerical gradient part "
+            "ways, and this answer did not pass it.")])
+    return feedback
+
+
 def check_two_layer_backprop(fn) -> Feedback:
     """Check a learner's ``fn(x, y, W1, b1, W2, b2, activation) -> dict``: the gradients of a
     two-layer net for one example.
@@ -254,9 +266,9 @@ def check_two_layer_backprop(fn) -> Feedback:
     sigmoid. Cases: ReLU and sigmoid at ``(d, h, o) = (3, 4, 2)``; one active hidden unit;
     a ReLU unit that is inactive (``z1 < 0``, so a missing ``f'`` shows); a square case
     ``d = h = o = 3`` (a transposed outer product has the right shape there); then three
-    hidden cases (:func:`_hidden_cases`, the last too large for a numerical gradient).
-    The expected values are autograd's in float64; a gradient passes within
-    ``rtol = 1e-7``, ``atol = 1e-10``.
+    hidden cases (the last of them too large for a numerical gradient; an
+    answer that fails it scores nothing). The expected values are
+    autograd's in float64; a gradient passes within ``rtol = 1e-7``, ``atol = 1e-10``.
     """
     rng = np.random.default_rng(2)
     general = "δ2 = z2 − y; dW2 = outer(δ2, a1), db2 = δ2; δ1 = (W2ᵀ δ2) ⊙ f'(z1); dW1 = outer(δ1, x), db1 = δ1."
@@ -276,7 +288,7 @@ def check_two_layer_backprop(fn) -> Feedback:
               "hidden unit i, like row i of W1.", residual=False),
     ]
     cases += _hidden_cases(general, residual=False)
-    return run_cases("Two-layer backward pass", fn, cases, off_limits=REFERENCES)
+    return _by_hand(run_cases("Two-layer backward pass", fn, cases, off_limits=REFERENCES))
 
 
 def check_residual_backprop(fn) -> Feedback:
@@ -296,7 +308,7 @@ def check_residual_backprop(fn) -> Feedback:
     term, a missing branch term and the slips of :func:`check_two_layer_backprop`. Cases:
     ReLU with ``d = 4, h = 3``; sigmoid with ``d = 3, h = 5``; a zero second layer
     (``W2 = 0``, ``b2 = 0``: then ``dL/dx = delta`` exactly and ``dW1 = db1 = 0``); then three
-    hidden cases (:func:`_hidden_cases`). Autograd in float64 gives the expected
+    hidden cases, as for :func:`check_two_layer_backprop`. Autograd in float64 gives the expected
     values, matched within ``rtol = 1e-7``, ``atol = 1e-10``.
     """
     rng = np.random.default_rng(3)
@@ -310,7 +322,7 @@ def check_residual_backprop(fn) -> Feedback:
                       "skip's part alone, and dW1 = db1 = 0.", residual=True),
     ]
     cases += _hidden_cases(general, residual=True)
-    return run_cases("Residual block, backward pass", fn, cases, off_limits=REFERENCES)
+    return _by_hand(run_cases("Residual block, backward pass", fn, cases, off_limits=REFERENCES))
 
 
 REFERENCES = (_two_layer_autograd, _gradients, backprop_by_hand, backprop_by_autograd,
