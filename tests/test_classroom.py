@@ -83,8 +83,15 @@ def _fn(body: str) -> str:
 
 ENDPOINTS = "def my_per_layer_factor(norms):\n    return (norms[-1] / norms[0]) ** (-1 / (len(norms) - 1))"
 SECRET = "s-honest"  # another student's id, which no feedback but theirs may hold
+HONEST = _fn("""
+    logs = [math.log(v) for v in norms]
+    n, mean_log = len(logs), sum(logs) / len(logs)
+    middle = (n - 1) / 2
+    covariance = sum((i - middle) * (v - mean_log) for i, v in enumerate(logs))
+    slope = covariance / sum((i - middle) ** 2 for i in range(n))
+    return math.exp(-slope)""")  # their own least squares: not the book's solution, so not flagged
 STUDENTS = {  # id: (what they submit, the points expected for ex-factor and ex-guess)
-    SECRET: (dict(factor=FACTOR_SOLVED, guess="my_guess = 0.5"), (2, 1)),
+    SECRET: (dict(factor=HONEST, guess="my_guess = 0.5"), (2, 1)),
     "s-untouched": (dict(), (0, 0)),
     # exact on the four geometric cases, wrong on the three noisy ones: 4/7 of 2 points
     "s-partial": (dict(factor=ENDPOINTS, guess="my_guess = 0.52"), (1.14, 1)),
@@ -542,6 +549,8 @@ def test_a_class_graded_in_shards_and_merged_gives_the_files_of_one_run(tmp_path
     submissions = tmp_path / "submissions"
     for name in (SECRET, "s-untouched", "s-partial", "s-raises", "s-key"):
         _submission(handed_out, submissions / name, **STUDENTS[name][0])
+    for name in ("s-twin-a", "s-twin-b"):  # one copied the other; they land in different shards
+        _submission(handed_out, submissions / name, factor=HONEST.replace("logs", "values"))
     whole, sharded = tmp_path / "whole", tmp_path / "sharded"
     seed = class_seed(sharded)
     whole.mkdir()
@@ -559,6 +568,9 @@ def test_a_class_graded_in_shards_and_merged_gives_the_files_of_one_run(tmp_path
     def tree(folder):
         return {p.relative_to(folder).as_posix(): p.read_text() for p in (folder / "feedback").rglob("*.html")}
 
-    assert tree(sharded) == tree(whole) and len(tree(whole)) == 5
+    assert tree(sharded) == tree(whole) and len(tree(whole)) == 7
+    with open(whole / "grades.csv", newline="", encoding="utf-8") as f:
+        review = {(r["student"], r["exercise"]): r["review"] for r in csv.DictReader(f)}
+    assert "s-twin-b" in review["s-twin-a", "ex-factor"], "a copy is flagged across the shards"
     with pytest.raises(ValueError, match="shard 1 of 3 is missing"):
         merge(sharded, 3)

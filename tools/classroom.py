@@ -551,6 +551,7 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
     early = None if predictions is None else collect(predictions, {p.stem + PREDICTIONS_SUFFIX for p in books})
     for student in early or {}:
         found.setdefault(student, {})
+    peers = {}
     if shard is None:
         seed = class_seed(course, round_)
     else:
@@ -558,6 +559,7 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
         if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
             raise ValueError(f"shard must be (k, n) with 1 <= k <= n, got {shard!r}")
         seed = _drawn_seed(course, round_)
+        peers = found  # the whole class: each shard checks its students' code against everyone's
         found = {s: found[s] for i, s in enumerate(sorted(found)) if i % n == k - 1}
         course = course / "shards" / f"{k}-of-{n}"
         course.mkdir(parents=True, exist_ok=True)
@@ -574,6 +576,11 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
                 handed["predictions"] = str(guess) if guess else None
             if any(handed.values()):
                 who[student] = handed
+        for student, files in peers.items():
+            if student not in found and book.name in files:
+                who[student] = {"notebook": str(files[book.name]), "peer": True}
+                if early is not None and early.get(student, {}).get(book.stem + PREDICTIONS_SUFFIX):
+                    who[student]["predictions"] = None
         return _score(book, who, course / "judge" / book.stem, seed, cell_seconds) if who else {}
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:

@@ -4,6 +4,8 @@ growth it predicts."""
 
 from __future__ import annotations
 
+from matplotlib.ticker import NullFormatter
+
 from .style import DEPTH_STYLES, OTHER_COLORS, finish, house_style, new_figure, title_figure
 
 MARKERS = ("o", "s", "^", "D")
@@ -17,7 +19,7 @@ def dial_summary(runs, *, rate: float, title: str):
     if not runs or not all(hasattr(r, "growth") and hasattr(r, "alpha") for r in runs):
         raise TypeError("runs must be a non-empty list of DialRun (helpers.experiments.dial.dial_runs)")
     depths = sorted({r.depth for r in runs})
-    fig, (left, right) = new_figure(2, width=9.0, height=3.8)
+    fig, (left, right) = new_figure(2, width=7.4, height=3.8)
     with house_style():
         for i, depth in enumerate(depths):
             mine = sorted((r for r in runs if r.depth == depth), key=lambda r: r.alpha)
@@ -29,10 +31,11 @@ def dial_summary(runs, *, rate: float, title: str):
         left.axhline(rate, color="black", linestyle=":", linewidth=1, label="Yang et al., plain")
         left.set_xticks([0, 0.25, 0.5, 0.75, 1])
         right.set_ylim(-3, 100)
+        right.xaxis.set_minor_formatter(NullFormatter())  # decades only, never overlapping
         right.grid(True, which="major", alpha=0.3)
-    finish(left, title="Per-layer growth at initialisation", xlabel="skip scale α (0 plain, 1 residual)",
-           ylabel="gradient growth per layer g")
-    finish(right, title="Training error after the recipe", xlabel="total growth g^(depth-1), fitted (log)",
+    finish(left, title="Per-layer factor at initialisation", xlabel="skip scale α (0 plain, 1 residual)",
+           ylabel="per-layer factor g")
+    finish(right, title="Training error after the recipe", xlabel="total growth g^(depth-1) (log)",
            ylabel="training error (%)")
     return title_figure(fig, title)
 

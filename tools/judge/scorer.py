@@ -163,6 +163,13 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     no_autograd = {label for label, found in refs.items() if keyfree.autograd_in(found)}
     students, results, answers, flagged = {}, {}, {}, _flag_patterns(refs)
     for who, handed in sorted(submissions.items()):
+        if handed.get("peer"):  # another shard's student: read for the copy check, not graded here
+            peer_nb, _ = read_hand_in(handed.get("notebook"), "the notebook")
+            for ex in exercises if peer_nb is not None else []:
+                own = exercise_cells(peer_nb, ex.label)
+                if own is not None and not ("predictions" in handed and is_prediction(nb, ex)):
+                    answers.setdefault(ex.label, {})[who] = own
+            continue
         results[who] = {}
         own_nb, why_not = read_hand_in(handed.get("notebook"), "the notebook")
         early = "predictions" in handed
@@ -198,8 +205,9 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     for ex in exercises:
         for who, alike in similar.copies(answers.get(ex.label, {}), references(nb, ex, kept, refs[ex.label]),
                                          [nb.cells[j].source for j in ex.starters]).items():
-            students[who].review(ex.label, f"its code is nearly the same as {', '.join(alike)}'s (syntax trees "
-                                           "compared, names and layout aside); look at it")
+            if who in students:  # not a peer from another shard
+                students[who].review(ex.label, f"its code is nearly the same as {', '.join(alike)}'s (syntax "
+                                               "trees compared, names and layout aside); look at it")
     from traitlets.config import Config
 
     config = Config()
