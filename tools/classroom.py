@@ -579,7 +579,7 @@ def grade(submissions: Path, chapter: int, course: Path = OUT, *, section: str |
         for student, files in peers.items():
             if student not in found and book.name in files:
                 who[student] = {"notebook": str(files[book.name]), "peer": True}
-                if early is not None and early.get(student, {}).get(book.stem + PREDICTIONS_SUFFIX):
+                if early is not None:  # as for the shard's own: predictions come from the first hand-in
                     who[student]["predictions"] = None
         return _score(book, who, course / "judge" / book.stem, seed, cell_seconds) if who else {}
 
