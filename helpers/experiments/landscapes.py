@@ -8,11 +8,10 @@ are computed side by side on the available cores (:func:`helpers.parallel.run_al
 from __future__ import annotations
 
 import numpy as np
-import torch
 from torch.nn import functional as F
 
 from .._checks import non_empty, positive_int, real_number
-from ..measure.landscape import loss_surface_2d
+from ..measure.landscape import loss_at, loss_surface_2d
 from ..parallel import run_all
 from .twins import train_twin_group
 
@@ -60,7 +59,6 @@ def checkpoint_at_loss(data, depth: int, seed: int, target: float, *, kind: str 
 
 
 def train_loss(model, data) -> float:
-    """Cross-entropy (nats) of ``model`` on the whole training set, in evaluation mode."""
-    model.eval()
-    with torch.no_grad():
-        return float(F.cross_entropy(model(data.x_train), data.y_train))
+    """Cross-entropy (nats) of ``model`` on the whole training set, in evaluation mode (the
+    centre of the landscape's slices, :func:`helpers.measure.landscape.loss_at` with no step)."""
+    return loss_at(model, F.cross_entropy, data.x_train, data.y_train, [])

@@ -161,7 +161,7 @@ def score(book: Path, submissions: dict[str, dict], *, class_seed: int, lib: Pat
     setup = {name: source for name, source in setup.items() if source}
     refs = {ex.label: keyfree.checker_references(nb.cells[ex.checker].source) for ex in exercises}
     no_autograd = {label for label, found in refs.items() if keyfree.autograd_in(found)}
-    students, results, answers, flagged = {}, {}, {}, _flag_patterns(refs)
+    students, results, answers, flagged = {}, {}, {}, _flag_patterns(refs, no_autograd)
     for who, handed in sorted(submissions.items()):
         if handed.get("peer"):  # another shard's student: read for the copy check, not graded here
             peer_nb, _ = read_hand_in(handed.get("notebook"), "the notebook")
@@ -259,19 +259,19 @@ def references(nb, ex, kept: list[int], keys) -> list[str]:
     return found
 
 
-def _flag_patterns(refs: dict[str, list]):
+def _flag_patterns(refs: dict[str, list], no_autograd: set[str]):
     """A function saying which library versions of an exercise's answer (``refs``, by label)
     a student's cell names; for an exercise that puts autograd off limits, also its other
     routes (:data:`keyfree.AUTOGRAD_ROUTES`) and an attribute fetched by a computed name."""
     patterns = {}
     for label, found in refs.items():
-        names = keyfree.library_names(found) | (set(keyfree.AUTOGRAD_ROUTES) if keyfree.autograd_in(found) else set())
+        names = keyfree.library_names(found) | (set(keyfree.AUTOGRAD_ROUTES) if label in no_autograd else set())
         patterns[label] = [(n, re.compile(rf"\.{re.escape(n)}\b|\b{re.escape(n)}\s*\(")) for n in sorted(names)]
 
     def flagged(label: str, source: str) -> list[str]:
         found = [f"names {name}, a library's version of the answer; look at it"
                  for name, pattern in patterns.get(label, []) if pattern.search(source)]
-        if keyfree.autograd_in(refs.get(label, ())) and _computed_getattr(source):
+        if label in no_autograd and _computed_getattr(source):
             found.append("fetches an attribute by a computed name (getattr); look at it")
         return found
 
