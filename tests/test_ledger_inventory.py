@@ -27,6 +27,7 @@ from course_ledger import (
     inventory_table,
     ledger_markdown,
     normalise_quote,
+    one_line,
     parse_inventory,
     quote_in,
     read_inventory,
@@ -117,12 +118,23 @@ def test_every_check_says_why_it_cannot_fail(entries):
     assert not missing, "checks without a 'why' (why no seed can make them fail): " + ", ".join(missing)
 
 
-def test_the_real_ledger_page_is_consistent(inventory, entries):
-    """Every reference on the generated page has a target, and every target is defined once:
-    what Sphinx, with warnings as errors, would otherwise only say in `make site`."""
-    text = ledger_markdown(entries, ROOT / "book" / "appendix" / "ledger.md", inventory)
+def _pages(entries, inventory, chapters):
+    """The overview and each chapter's page, as the site build writes them, joined."""
+    appendix = ROOT / "book" / "appendix"
+    return "\n".join([ledger_markdown(entries, appendix / "ledger.md", inventory),
+                      *(ledger_markdown(entries, appendix / f"ledger_ch{n}.md", inventory, n) for n in chapters)])
+
+
+def test_the_real_ledger_pages_are_consistent(inventory, entries):
+    """Every reference on the generated pages has a target, and every target is defined once:
+    what Sphinx, with warnings as errors, would otherwise only say in `make site`. Each chapter
+    has its page in the table of contents, and the overview stays short."""
+    text = _pages(entries, inventory, CHAPTERS)
     _assert_page_is_consistent(text, entries)
     assert f"make **{len(inventory.claims)} claims**" in text
+    assert {ROOT / "book" / "appendix" / f"ledger_ch{n}.md" for n in CHAPTERS} <= set(toc_files(ROOT))
+    overview = ledger_markdown(entries, ROOT / "book" / "appendix" / "ledger.md", inventory)
+    assert len(overview.split()) < 10_000 and overview.count("\n#") < 20
 
 
 # --- The inventory file's format ------------------------------------------------------------
@@ -275,13 +287,24 @@ def test_the_summary_table_counts_by_status_verdict_and_kind_with_links():
     assert rows[3].startswith("| **All** | 4 | 1 | 1 | 1 | 1 | 0 | {ref}`1 <")
 
 
-def test_the_page_has_anchors_per_verdict_claim_and_row():
+def test_the_overview_gives_each_source_claim_one_line():
     text = ledger_markdown(ENTRIES, ROOT / "book" / "appendix" / "ledger.md", INVENTORY)
     for verdict in VERDICTS:
         assert f"({verdict_label(verdict)})=\n### {verdict.capitalize()} (" in text
-    assert "- {ref}`S9.02 <source-9-02>` (checked): Source claim S9.02." in text
+    assert "Source claims: {ref}`S9.02 <source-9-02>`." in text
     assert "Ledger claims that hold with a caveat: {ref}`9.1 <ledger-9-1>`." in text
     assert "Ledger claims that do not hold as stated: none." in text
+    assert ("| {ref}`S9.01 <source-9-01>` Source claim S9.01. | holds with a caveat | only here | "
+            "{doc}`ch9/nb <../ch9/nb>` |") in text
+    assert "| does not hold as stated | a counterexample |" in text
+    assert "| told only | needs ImageNet | {doc}`ch9/nb <../ch9/nb>` |" in text
+    assert "| not covered | a matter of taste | — |" in text
+    assert "make **4 claims**: the book measures 1, checks 1" in text
+    assert "(ledger-9-1)=" not in text and "(source-9-01)=" not in text  # on the chapter's page
+
+
+def test_a_chapters_page_has_its_claims_in_full_and_its_rows():
+    text = ledger_markdown(ENTRIES, ROOT / "book" / "appendix" / "ledger_ch9.md", INVENTORY, 9)
     assert "(source-9-01)=\n**S9.01** · measured · *holds with a caveat*: Source claim S9.01. 「原话 \\*星\\*」" in text
     assert "Tested by {ref}`9.1 <ledger-9-1>`, {ref}`9.3 <ledger-9-3>`." in text
     assert "*Does not hold as stated*: a counterexample" in text
@@ -290,8 +313,20 @@ def test_the_page_has_anchors_per_verdict_claim_and_row():
     assert "(ledger-9-1)=\n### 9.1 · holds with a caveat" in text
     assert "Why it cannot fail on a new seed: maths" in text
     assert "Source claim: {ref}`S9.01 <source-9-01>`." in text
-    assert "make **4 claims** (the inventory below): the book measures 1, checks 1" in text
-    _assert_page_is_consistent(text, ENTRIES)
+    _assert_page_is_consistent(text + "\n" + ledger_markdown(ENTRIES, ROOT / "book" / "appendix" / "ledger.md",
+                                                             INVENTORY), ENTRIES)
+    assert ledger_markdown(ENTRIES, ROOT / "book" / "appendix" / "ledger_ch8.md", INVENTORY, 8).strip() == ""
+    # (a chapter with neither claims nor rows)
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("one recipe (SGD, rate 0.05); the next section sweeps it.", "one recipe (SGD, rate 0.05)"),
+    ("He et al. write so. Then more.", "He et al. write so"),
+    ("e.g. a net. Rest", "e.g. a net"),
+    ("word " * 60, ("word " * 34).strip() + " …"),
+])
+def test_one_line_is_the_first_clause(text, line):
+    assert one_line(text) == line
 
 
 def test_an_inventory_naming_a_missing_row_stops_the_page():

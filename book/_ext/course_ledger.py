@@ -1,6 +1,6 @@
 """The claims ledger: every claim of the five source articles, and every claim the book measures.
 
-The ledger page has two parts, both generated at build time.
+The ledger has an overview and a page per chapter, all generated at build time.
 
 **The inventory of the sources' claims** lives in one reviewable file beside the book,
 ``book/appendix/source_claims.yml`` (:data:`INVENTORY`). For each chapter it names the
@@ -64,13 +64,15 @@ inventory entry's ``ledger`` list.
 ``number.key`` names a value the same notebook glues; the ledger pastes it from that run.
 How the claim is checked is not typed in: it is the cell's own ``assert`` lines. This
 module reads the entries (:func:`read_ledger`, also used by the tests), gives each claim
-cell an anchor (``claim-1-1``) and a label, and writes the ledger on the page that carries
-the line ``% claims-ledger`` (a MyST comment, so nothing shows if the extension is missing;
-the tests would notice the empty ledger): a summary table (per chapter: the sources' claims
-by status, the tested ones by verdict, the ledger's claims and checks), the source claims
-grouped by verdict (anchors ``verdict-holds``, ``verdict-holds-with-a-caveat``,
-``verdict-does-not-hold-as-stated``), the inventory chapter by chapter (anchors
-``source-claims-ch1`` and ``source-1-01``) and the ledger rows (anchors ``ledger-1-1a``).
+cell an anchor (``claim-1-1``) and a label, and writes the ledger's pages
+(:func:`ledger_markdown`). The overview carries the line ``% claims-ledger`` (a MyST comment,
+so nothing shows if the extension is missing; the tests would notice the empty ledger): the
+counts, a summary table (per chapter: the sources' claims by status, the tested ones by
+verdict, the ledger's claims and checks), every source claim in one table row (its verdict,
+the first clause of what limits it, the sections that test it; anchors ``source-claims-ch1``),
+and the claims' ids by verdict (anchors ``verdict-holds``, ...). A chapter's page carries
+``% claims-ledger chapter N``: the article's claims in full (anchors ``source-1-01``), then the
+chapter's rows (anchors ``ledger-1-1a``).
 """
 
 from __future__ import annotations
@@ -514,31 +516,98 @@ def inventory_table(inventory: Inventory, entries: list[Entry]) -> str:
     return "\n".join(lines)
 
 
-def inventory_markdown(inventory: Inventory, entries: list[Entry], page: Path) -> str:
-    """The inventory as MyST: the source claims by verdict, then chapter by chapter."""
+_ABBREVIATIONS = r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\bFig)(?<!\bcf)(?<!\bEq)(?<!\bSec)"
+_FIRST_CLAUSE = re.compile(_ABBREVIATIONS + r"[.;](?=\s|$)")
+
+
+def one_line(text: str, limit: int = 170) -> str:
+    """The first clause of ``text`` (up to its first full stop or semicolon), cut at a word
+    boundary to at most ``limit`` characters: a caveat as the overview's table shows it."""
+    text = " ".join(str(text).split())
+    match = _FIRST_CLAUSE.search(text)
+    first = text[:match.start()] if match else text
+    if len(first) > limit:
+        first = first[:limit].rsplit(" ", 1)[0] + " …"
+    return first
+
+
+def gist(c: SourceClaim, by_id: dict[str, Entry]) -> str:
+    """What limits a source claim's verdict, in full: why it is not measured, the caveat its
+    entry states, or the caveat of its weakest measured row ("" when it simply holds)."""
+    if c.status in ("told only", "not covered"):
+        return c.why
+    if c.caveat:
+        return c.caveat
+    verdict = derived_verdict(c, by_id)
+    caveats = [by_id[i].caveat for i in c.ledger
+               if by_id[i].kind == "claim" and by_id[i].verdict == verdict and by_id[i].caveat]
+    return caveats[0] if caveats else ""
+
+
+def detail_page(chapter: int) -> str:
+    """The document (under ``book/appendix``) with chapter ``chapter``'s claims in detail."""
+    return f"ledger_ch{int(chapter)}"
+
+
+def _sections(c: SourceClaim, by_id: dict[str, Entry], back: str) -> str:
+    """Links to the sections that test or tell a source claim."""
+    if c.status == "told only":
+        pages = [c.page]
+    else:
+        pages = list(dict.fromkeys(f"{by_id[i].notebook.parent.name}/{by_id[i].notebook.stem}" for i in c.ledger))
+    return ", ".join(f"{{doc}}`{p.split('_')[0]} <{back}/{p}>`" for p in pages) or "—"
+
+
+def overview_markdown(inventory: Inventory, entries: list[Entry], page: Path) -> str:
+    """The overview's body as MyST: every source claim, chapter by chapter, in one table row
+    (its verdict, what limits it in one line, the sections that test it), then the claims'
+    ids by verdict."""
     by_id = _check_known(inventory, entries)
     back = Path(os.path.relpath(inventory.root, Path(page).parent)).as_posix()
-    lines = ["## Source claims by verdict", "",
-             "The source claims the book tests, measured or checked, by verdict; under each, "
-             "the ledger's measured claims with that verdict (the book's own claims among them).", ""]
-    for verdict in VERDICTS:
-        mine = [c for c in inventory.claims
-                if c.status in ("measured", "checked") and derived_verdict(c, by_id) == verdict]
-        rows = [e.id for e in entries if e.kind == "claim" and e.verdict == verdict]
-        lines += [f"({verdict_label(verdict)})=", f"### {verdict.capitalize()} ({len(mine)})", ""]
-        lines += [f"- {_ref(c.id, c.label)} ({c.status}): {_md_text(c.claim)}" for c in mine] or ["None."]
-        lines += ["", f"Ledger claims that {_PLURAL[verdict]}: " + (_rows(rows, by_id) if rows else "none") + ".",
-                  ""]
-    lines += ["## The source articles' claims, chapter by chapter", ""]
+    lines = ["## The source articles' claims", "",
+             "Each claim in one line: its verdict (or, when the book does not test it, its status), "
+             "what limits the verdict, cut to its first clause, and the sections that test or tell it. "
+             "A claim's id opens its entry in full, with the article's words and the rows that test it.",
+             ""]
     for chapter in sorted(inventory.sources):
         mine = [c for c in inventory.claims if c.chapter == chapter]
         if not mine:
             continue
         lines += [f"({chapter_label(chapter)})=", f"### Chapter {chapter}", "",
-                  f"The article credited on {{doc}}`chapter {chapter}'s first page <{back}/ch{chapter}/index>`, "
-                  "claim by claim.", ""]
+                  f"The article credited on {{doc}}`chapter {chapter}'s first page <{back}/ch{chapter}/index>`; "
+                  f"in full, with the rows that test it: {{doc}}`chapter {chapter}'s claims in detail "
+                  f"<{detail_page(chapter)}>`.", "",
+                  "| Claim | Verdict | What limits it | Section |", "|---|---|---|---|"]
         for c in mine:
-            lines += _claim_lines(c, by_id, back)
+            verdict = derived_verdict(c, by_id) or c.status
+            lines.append(f"| {_ref(c.id, c.label)} {_md_text(c.claim)} | {verdict} | "
+                         f"{_md_text(one_line(gist(c, by_id))) or '—'} | {_sections(c, by_id, back)} |")
+        lines.append("")
+    lines += ["## Source claims by verdict", "",
+              "The source claims the book tests, measured or checked, by verdict, and the ledger's measured "
+              "claims with each verdict (the book's own claims among them).", ""]
+    for verdict in VERDICTS:
+        mine = [c for c in inventory.claims
+                if c.status in ("measured", "checked") and derived_verdict(c, by_id) == verdict]
+        rows = [e.id for e in entries if e.kind == "claim" and e.verdict == verdict]
+        lines += [f"({verdict_label(verdict)})=", f"### {verdict.capitalize()} ({len(mine)})", "",
+                  "Source claims: " + (", ".join(_ref(c.id, c.label) for c in mine) or "none") + ".", "",
+                  f"Ledger claims that {_PLURAL[verdict]}: " + (_rows(rows, by_id) if rows else "none") + ".", ""]
+    return "\n".join(lines)
+
+
+def inventory_markdown(inventory: Inventory, entries: list[Entry], page: Path, chapter: int) -> str:
+    """Chapter ``chapter``'s source claims in full, as MyST."""
+    by_id = _check_known(inventory, entries)
+    back = Path(os.path.relpath(inventory.root, Path(page).parent)).as_posix()
+    mine = [c for c in inventory.claims if c.chapter == chapter]
+    if not mine:
+        return ""
+    lines = ["## The article's claims", "",
+             f"The article credited on {{doc}}`chapter {chapter}'s first page <{back}/ch{chapter}/index>`, "
+             "claim by claim, in its own words.", ""]
+    for c in mine:
+        lines += _claim_lines(c, by_id, back)
     return "\n".join(lines)
 
 
@@ -562,9 +631,9 @@ def _claim_lines(c: SourceClaim, by_id: dict[str, Entry], back: str) -> list[str
     return lines + ([" ".join(details), ""] if details else [])
 
 
-def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | None = None) -> str:
-    """The ledger as MyST: a summary; with an inventory, its table, the source claims by verdict
-    and chapter by chapter; then the measured claims and the checks, chapter by chapter."""
+def summary_markdown(entries: list[Entry], inventory: Inventory | None = None) -> str:
+    """The counts that open the overview: the ledger's claims by verdict, its checks and
+    extensions, and (with an inventory) the articles' claims by status."""
     counts = summary(entries)
     lines = [
         f"The book measures **{counts['claims']} claims**: {counts['holds']} hold as stated, "
@@ -573,19 +642,31 @@ def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | Non
         f"{counts['checks']} checks of data and maths are "
         "listed apart: they catch a bug in the code but cannot fail on a new seed. "
         f"{counts['extensions']} of the claims are the course's own extensions, experiments beyond "
-        "the source articles, marked so below.",
+        "the source articles, marked so.",
         "",
     ]
-    backlinks: dict[str, list[SourceClaim]] = {}
     if inventory is not None:
         n = len(inventory.claims)
         by_status = {s: sum(c.status == s for c in inventory.claims) for s in STATUSES}
         lines += [
-            f"The five source articles make **{n} claims** (the inventory below): the book measures "
+            f"The five source articles make **{n} claims**: the book measures "
             f"{by_status['measured']}, checks {by_status['checked']} by maths or data, tells "
             f"{by_status['told only']} without measuring them and leaves {by_status['not covered']} "
             "out.",
             "",
+        ]
+    return "\n".join(lines)
+
+
+def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | None = None,
+                    chapter: int | None = None) -> str:
+    """The ledger as MyST. With an inventory and no ``chapter``, the overview: the counts, a table
+    per chapter and every source claim in one line; with a ``chapter``, that chapter's page in
+    detail: its source claims in full (with an inventory), then its measured claims and checks.
+    With neither, every chapter's rows after the counts."""
+    if chapter is None and inventory is not None:
+        return "\n".join([
+            summary_markdown(entries, inventory),
             "## At a glance",
             "",
             "Per chapter: the source article's claims by status, the tested ones (measured or checked) "
@@ -594,49 +675,62 @@ def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | Non
             "",
             inventory_table(inventory, entries),
             "",
-            inventory_markdown(inventory, entries, page),
-            "",
-        ]
+            overview_markdown(inventory, entries, page),
+        ])
+    lines = []
+    backlinks: dict[str, list[SourceClaim]] = {}
+    if chapter is None:
+        lines += [summary_markdown(entries)]
+    else:
+        entries_shown = [e for e in entries if e.chapter == chapter]
+        if inventory is not None:
+            lines += [inventory_markdown(inventory, entries, page, chapter), ""]
+    if inventory is not None:
         for c in inventory.claims:
             for i in [*c.ledger, *c.related]:
                 backlinks.setdefault(i, []).append(c)
+    shown = entries if chapter is None else entries_shown
     for kind, heading in (("claim", "Measured claims"), ("check", "Checks of data and maths")):
-        rows = [e for e in entries if e.kind == kind]
+        rows = [e for e in shown if e.kind == kind]
         if not rows:
             continue
         lines += [f"## {heading}", ""]
         for e in rows:
-            rel = Path(os.path.relpath(e.notebook, page.parent)).as_posix()
-            verdict = e.verdict if kind == "claim" else "check"
-            lines += [
-                f"({e.row_label})=",
-                f"### {e.id} · {verdict}" + (" · the course's own extension" if e.extension else ""),
-                "",
-                f"**{_md_escape(e.claim)}**" + (f" *{e.verdict.capitalize()}*: {_md_escape(e.caveat)}"
-                                                 if e.caveat else ""),
-                "",
-            ]
-            if e.quote:
-                lines += [f"Source: <span lang=\"zh\">「{_md_escape(e.quote)}」</span>", ""]
-            if kind == "check" and e.why:
-                lines += [f"Why it cannot fail on a new seed: {_md_escape(e.why)}", ""]
-            if e.id in backlinks:
-                lines += ["Source claim: " + ", ".join(_ref(c.id, c.label) for c in backlinks[e.id]) + ".", ""]
-            seeds = f"checked for seeds {SEEDS}" if kind == "claim" else "no randomness"
-            measured = ""
-            if e.number:
-                fmt = e.number.get("format", "")
-                value = f"{{glue:text}}`{rel}::{e.number['key']}{':' + fmt if fmt else ''}`"
-                measured = f"Measured: {value}{e.number.get('unit', '')} ({_md_escape(e.number['what'])}) · "
-            lines += [
-                f"{measured}{seeds} · {{ref}}`the cell <{e.label}>`",
-                "",
-                "```python",
-                *[f"assert {a}" for a in e.asserts],
-                "```",
-                "",
-            ]
+            lines += _row_lines(e, kind, page, backlinks)
     return "\n".join(lines)
+
+
+def _row_lines(e: Entry, kind: str, page: Path, backlinks: dict[str, list[SourceClaim]]) -> list[str]:
+    rel = Path(os.path.relpath(e.notebook, page.parent)).as_posix()
+    verdict = e.verdict if kind == "claim" else "check"
+    lines = [
+        f"({e.row_label})=",
+        f"### {e.id} · {verdict}" + (" · the course's own extension" if e.extension else ""),
+        "",
+        f"**{_md_escape(e.claim)}**" + (f" *{e.verdict.capitalize()}*: {_md_escape(e.caveat)}"
+                                         if e.caveat else ""),
+        "",
+    ]
+    if e.quote:
+        lines += [f"Source: <span lang=\"zh\">「{_md_escape(e.quote)}」</span>", ""]
+    if kind == "check" and e.why:
+        lines += [f"Why it cannot fail on a new seed: {_md_escape(e.why)}", ""]
+    if e.id in backlinks:
+        lines += ["Source claim: " + ", ".join(_ref(c.id, c.label) for c in backlinks[e.id]) + ".", ""]
+    seeds = f"checked for seeds {SEEDS}" if kind == "claim" else "no randomness"
+    measured = ""
+    if e.number:
+        fmt = e.number.get("format", "")
+        value = f"{{glue:text}}`{rel}::{e.number['key']}{':' + fmt if fmt else ''}`"
+        measured = f"Measured: {value}{e.number.get('unit', '')} ({_md_escape(e.number['what'])}) · "
+    return lines + [
+        f"{measured}{seeds} · {{ref}}`the cell <{e.label}>`",
+        "",
+        "```python",
+        *[f"assert {a}" for a in e.asserts],
+        "```",
+        "",
+    ]
 
 
 # --- Sphinx -----------------------------------------------------------------------------
@@ -664,21 +758,22 @@ def _anchor_claim_cells(app, doctree) -> None:
 
 
 MARKER = "% claims-ledger"
+_MARKER_LINE = re.compile(r"^% claims-ledger(?: chapter (\d+))?\b.*$", re.M)
 
 
 def _insert_ledger(app, docname, source) -> None:
-    """On the page that carries the marker line, put the generated ledger in its place."""
-    if MARKER not in source[0]:
+    """On a page that carries the marker line, put the generated ledger in its place: the
+    overview for ``% claims-ledger``, a chapter's page for ``% claims-ledger chapter N``."""
+    match = _MARKER_LINE.search(source[0])
+    if match is None:
         return
     notebooks = _book_notebooks(app)
     for dependency in [*notebooks, Path(__file__), INVENTORY]:  # rebuild when a notebook, this generator
         app.env.note_dependency(str(dependency))                # or the inventory changes
     page = Path(app.env.doc2path(docname))
-    lines = source[0].splitlines()
-    at = next(i for i, line in enumerate(lines) if line.strip().startswith(MARKER))
-    inventory = read_inventory(INVENTORY)
-    lines[at:at + 1] = ledger_markdown(read_ledger(notebooks), page, inventory).splitlines()
-    source[0] = "\n".join(lines) + "\n"
+    chapter = int(match.group(1)) if match.group(1) else None
+    body = ledger_markdown(read_ledger(notebooks), page, read_inventory(INVENTORY), chapter)
+    source[0] = source[0][:match.start()] + body + source[0][match.end():]
 
 
 def setup(app):
