@@ -26,15 +26,19 @@ from tools.toc import ROOT
 pytestmark = pytest.mark.slow
 PATHS_NB = "book/a/uses_paths.ipynb"
 TUNING_NB = "book/b/uses_tuning.ipynb"
-CELLS = {PATHS_NB: "import helpers\nfrom helpers.measure import path_length_counts\n"
-                   "assert len(path_length_counts(3)) == 4",
+CELLS = {PATHS_NB: "import os\nimport helpers\nfrom helpers.measure import path_length_counts\n"
+                   "assert len(path_length_counts(3)) == 4\n"
+                   "helpers.glue(by_seed=int(os.environ['COURSE_SEED']) + 0.5, other=1)",
          TUNING_NB: "import helpers\nfrom helpers.measure import best_setting\n"
                     "assert best_setting({1: [0.5], 2: [0.2]}) == 2"}
 
 
+LEDGER = {"id": "9.1", "kind": "claim", "number": {"key": "by_seed"}}  # the number a ledger row shows
+
+
 def _notebook(path: Path, source: str) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {path.stem}"),
-                                         nbformat.v4.new_code_cell(source)])
+                                         nbformat.v4.new_code_cell(source, metadata={"ledger": LEDGER})])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
@@ -88,6 +92,13 @@ def test_a_changed_helper_re_sweeps_only_the_notebooks_that_loaded_it(book):
     assert "helpers/measure/tuning.py" not in record[PATHS_NB]["dependencies"]["files"]
     assert "helpers/measure/tuning.py" in record[TUNING_NB]["dependencies"]["files"]
     assert record[PATHS_NB]["seeds"] == [1, 2]
+    # Each seed's run noted the number its ledger row shows (and only that one), for the ledger's spread.
+    assert record[PATHS_NB]["numbers"] == {"1": {"by_seed": 1.5}, "2": {"by_seed": 2.5}}
+    assert record[TUNING_NB]["numbers"] == {"1": {}, "2": {}}
+
+    out = _tool(book, "-m", "tools.run_notebooks", "--seeds", "3", PATHS_NB)  # more seeds: the numbers add up
+    numbers = json.loads((book / fingerprints.RECORD).read_text())["notebooks"][PATHS_NB]["numbers"]
+    assert numbers == {"1": {"by_seed": 1.5}, "2": {"by_seed": 2.5}, "3": {"by_seed": 3.5}}
 
     out = _tool(book, "-m", "tools.run_notebooks", "--seeds", "1-2", "--changed")
     assert "nothing to sweep" in out and out.count("taken from") == 2

@@ -319,6 +319,16 @@ def test_a_chapters_page_has_its_claims_in_full_and_its_rows():
     # (a chapter with neither claims nor rows)
 
 
+def test_a_row_shows_its_numbers_spread_over_the_sweeps_seeds():
+    swept = {(ROOT / "book" / "ch9" / "nb.ipynb", "x"): [2.0, 1.0, 4.0]}
+    number = {"key": "x", "what": "x", "format": ".1f", "unit": " %"}
+    entries = [Entry(**{**ENTRIES[0].__dict__, "number": number}), ENTRIES[1],
+               Entry(**{**ENTRIES[2].__dict__, "number": {"key": "z", "what": "z"}})]
+    text = ledger_markdown(entries, ROOT / "book" / "appendix" / "ledger_ch9.md", INVENTORY, 9, swept)
+    assert "over 3 more seeds (the sweep): least 1.0 %, median 2.0 %, most 4.0 % · checked for seeds" in text
+    assert text.count("more seeds (the sweep)") == 1  # 9.3's number, z, was not swept: no spread
+
+
 @pytest.mark.parametrize(("text", "line"), [
     ("one recipe (SGD, rate 0.05); the next section sweeps it.", "one recipe (SGD, rate 0.05)"),
     ("He et al. write so. Then more.", "He et al. write so"),

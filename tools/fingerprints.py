@@ -253,9 +253,11 @@ def edited_since(state: dict, notebook: Path, files, mode: dict, root: Path = RO
 
 def update_record(results: dict, mode: dict, *, today: str, machine: dict, root: Path = ROOT) -> Path:
     """Write the seeds that held into the record: ``results`` is ``{notebook path: {"seeds": [...],
-    "files": [...], "seconds": {seed: s}}}`` for notebooks whose every swept seed held. An entry
-    whose dependencies are unchanged gains the new seeds; any other is replaced. Entries of
-    notebooks that no longer exist are dropped."""
+    "files": [...], "seconds": {seed: s}, "numbers": {seed: {name: value}}}}`` for notebooks whose
+    every swept seed held (``numbers``: what each seed's run glued for its ledger entries, which
+    the claims ledger shows as a spread). An entry whose dependencies are unchanged gains the new
+    seeds and their numbers; any other is replaced. Entries of notebooks that no longer exist are
+    dropped."""
     path = Path(root) / RECORD
     record = read_record(root)
     # a notebook that was renamed or removed leaves no entry behind
@@ -265,10 +267,13 @@ def update_record(results: dict, mode: dict, *, today: str, machine: dict, root:
         deps = Dependencies.of_run(Path(root) / name, result["files"], mode, root, code_only=True).as_dict()
         old = entries.get(name)
         seeds = set(result["seeds"])
+        numbers = {str(k): v for k, v in result.get("numbers", {}).items()}
         if old and old.get("dependencies") == deps and not integrity_problems(name, old, root):
             seeds |= set(old["seeds"])
+            numbers = {**old.get("numbers", {}), **numbers}
         entry = {"dependencies": deps, "seeds": sorted(seeds), "date": today, "machine": machine,
-                 "claims_only_s": {str(k): v for k, v in sorted(result["seconds"].items())}}
+                 "claims_only_s": {str(k): v for k, v in sorted(result["seconds"].items())},
+                 "numbers": dict(sorted(numbers.items(), key=lambda item: int(item[0])))}
         entry["digest"] = entry_digest(entry)
         entries[name] = entry
     record["notebooks"] = dict(sorted(entries.items()))

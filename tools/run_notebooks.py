@@ -81,12 +81,24 @@ def execute(path: Path, seed: int | None = None, *, learner: bool = False) -> tu
     return run["seconds"], run["error"].strip().splitlines()[-1] if run["error"] else None
 
 
-def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
+def ledger_keys(nb) -> set[str]:
+    """The glued names that the notebook's ledger entries show as their claims' numbers."""
+    keys = set()
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("ledger")
+        for entry in meta if isinstance(meta, list) else [meta] if isinstance(meta, dict) else []:
+            if isinstance(entry.get("number"), dict) and "key" in entry["number"]:
+                keys.add(entry["number"]["key"])
+    return keys
+
+
+def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str], dict]:
     """Run ``path``'s code cells in order in a new IPython shell in this process, claims only,
     with ``$COURSE_SEED`` = ``seed`` and the notebook's folder as the working directory;
-    return (seconds, None, files) or, at the first failing cell, (seconds, ``"code cell N:
-    ErrorName: message"``, files) with N the cell's index in the notebook. ``files`` are the
-    ``helpers`` files the run loaded (:func:`helpers.provenance.loaded_files`). A cell that
+    return (seconds, None, files, numbers) or, at the first failing cell, (seconds, ``"code cell
+    N: ErrorName: message"``, [], {}) with N the cell's index in the notebook. ``files`` are the
+    ``helpers`` files the run loaded (:func:`helpers.provenance.loaded_files`); ``numbers`` the
+    values the run glued under the names its ledger entries show (:func:`ledger_keys`). A cell that
     calls a checker (``helpers.grading.check_...`` or ``helpers.grading.<module>.check_...``)
     fails the run when its feedback says the hidden solution before it did not pass.
 
@@ -103,6 +115,18 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
     config = Config()
     config.HistoryManager.enabled = False  # no history database written by runs side by side
     nb = nbformat.read(path, as_version=4)
+    keys, numbers = ledger_keys(nb), {}
+    import helpers.reporting
+
+    stores = helpers.reporting._myst_glue  # myst-nb's glue, or None (helpers.reporting's docstring)
+
+    def store(name, value, **options):  # a glued number, noted for the record, then stored as always
+        if name in keys:
+            numbers[name] = value
+        if stores is not None:
+            stores(name, value, **options)
+
+    helpers.reporting._myst_glue = store
     os.chdir(path.parent)
     # What the cells print or display goes nowhere: only the first error is kept.
     with open(os.devnull, "w") as devnull:
@@ -117,15 +141,15 @@ def run_cells(path: Path, seed: int) -> tuple[float, str | None, list[str]]:
         pyplot.close("all")  # as Jupyter's inline backend does after each cell
         if not result.success:
             error = result.error_before_exec or result.error_in_exec
-            return time.perf_counter() - start, f"code cell {number}: {type(error).__name__}: {error}", []
+            return time.perf_counter() - start, f"code cell {number}: {type(error).__name__}: {error}", [], {}
         # A checker's cell ends with its feedback: the hidden solution before it must pass, for
         # every seed (a checker that compares with this seed's nets could fail on another).
         if CHECKER_CALL.search(cell.source) and getattr(result.result, "passed", True) is False:
             return (time.perf_counter() - start,
-                    f"code cell {number}: the hidden solution fails its checker: {result.result}", [])
+                    f"code cell {number}: the hidden solution fails its checker: {result.result}", [], {})
     from helpers.provenance import loaded_files
 
-    return time.perf_counter() - start, None, loaded_files()
+    return time.perf_counter() - start, None, loaded_files(), numbers
 
 
 def _seed_run(args):
@@ -134,7 +158,7 @@ def _seed_run(args):
 
 
 def _claims_runs(jobs, workers: int):
-    """(path, seed, seconds, error, files) of :func:`run_cells` for each (path, seed) of ``jobs``, in
+    """(path, seed, seconds, error, files, numbers) of :func:`run_cells` for each (path, seed) of ``jobs``, in
     order, ``workers`` at a time, each run a fork of a ``forkserver`` with :data:`PRELOAD` (its
     server starts with the sweep's environment, so that matplotlib, say, is imported with the
     same settings as in a run)."""
@@ -174,21 +198,21 @@ def longest_first(jobs, root: Path = ROOT) -> list[tuple[Path, int]]:
 def sweep(paths, seed_list, workers: int | None = None, root: Path = ROOT) -> tuple[list[str], dict]:
     """Run every (notebook, seed) pair, claims only, ``workers`` at a time (default: one per
     core), each in a fresh process (:func:`run_cells`); print a line per run. Return one line per
-    run whose claims did not hold, and ``{notebook: {"seeds", "files", "seconds"}}`` for every
+    run whose claims did not hold, and ``{notebook: {"seeds", "files", "seconds", "numbers"}}`` for every
     notebook whose claims held for all of ``seed_list`` (what :func:`fingerprints.update_record`
     writes)."""
     jobs = longest_first([(Path(p).resolve(), s) for s in seed_list for p in paths], root)
     workers = workers or available_cores()
     failures, runs = [], {}
-    for path, seed, seconds, error, files in _claims_runs(jobs, workers):
+    for path, seed, seconds, error, files, numbers in _claims_runs(jobs, workers):
         name = path.relative_to(root) if path.is_relative_to(root) else path
         status = "ok" if error is None else f"FAILED: {error}"
         print(f"{name} seed {seed}: {seconds:6.1f} s  {status}", flush=True)
         if error is not None:
             failures.append(f"{name}, seed {seed}: {error}")
-        runs.setdefault(path, []).append((seed, seconds, error, files))
+        runs.setdefault(path, []).append((seed, seconds, error, files, numbers))
     held = {path: {"seeds": sorted(r[0] for r in rs), "files": sorted({f for r in rs for f in r[3]}),
-                   "seconds": {r[0]: round(r[1], 1) for r in rs}}
+                   "seconds": {r[0]: round(r[1], 1) for r in rs}, "numbers": {r[0]: r[4] for r in rs}}
             for path, rs in runs.items() if all(r[2] is None for r in rs)}
     return failures, held
 
@@ -243,7 +267,7 @@ def timings(paths, *, claims_only: bool = False, learner: bool = True) -> dict[s
     runs = _claims_runs([(Path(p).resolve(), 0) for p in paths], workers=1) if claims_only else None
     for path in paths:
         if claims_only:
-            _, _, seconds, error, _ = next(runs)
+            _, _, seconds, error, _, _ = next(runs)
         else:
             seconds, error = execute(path, learner=learner)
         name = str(path.relative_to(ROOT))

@@ -78,9 +78,11 @@ chapter's rows (anchors ``ledger-1-1a``).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
+import statistics
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +95,7 @@ contradiction."""
 STATUSES = ("measured", "checked", "told only", "not covered")
 SEEDS = "0-9"  # seed 0 in every build and test run, seeds 1-9 in the sweep (make sweep, CI)
 INVENTORY = Path(__file__).resolve().parent.parent / "appendix" / "source_claims.yml"
+ROOT_OF_BOOK = INVENTORY.parent.parent  # book/: the repository is its parent
 
 
 @dataclass
@@ -659,11 +662,12 @@ def summary_markdown(entries: list[Entry], inventory: Inventory | None = None) -
 
 
 def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | None = None,
-                    chapter: int | None = None) -> str:
+                    chapter: int | None = None, swept: dict[tuple[Path, str], list[float]] | None = None) -> str:
     """The ledger as MyST. With an inventory and no ``chapter``, the overview: the counts, a table
     per chapter and every source claim in one line; with a ``chapter``, that chapter's page in
     detail: its source claims in full (with an inventory), then its measured claims and checks.
-    With neither, every chapter's rows after the counts."""
+    With neither, every chapter's rows after the counts. ``swept`` (:func:`swept_numbers`) adds to
+    each row with a number its spread over the sweep's seeds."""
     if chapter is None and inventory is not None:
         return "\n".join([
             summary_markdown(entries, inventory),
@@ -696,11 +700,44 @@ def ledger_markdown(entries: list[Entry], page: Path, inventory: Inventory | Non
             continue
         lines += [f"## {heading}", ""]
         for e in rows:
-            lines += _row_lines(e, kind, page, backlinks)
+            spread = (swept or {}).get((Path(e.notebook).resolve(), e.number.get("key")))
+            lines += _row_lines(e, kind, page, backlinks, spread)
     return "\n".join(lines)
 
 
-def _row_lines(e: Entry, kind: str, page: Path, backlinks: dict[str, list[SourceClaim]]) -> list[str]:
+def swept_numbers(notebooks, root: Path) -> dict[tuple[Path, str], list[float]]:
+    """``{(notebook path, glued name): values}``: what the seed sweep's record
+    (``benchmarks/sweep.json``, ``tools/run_notebooks.py``) noted for each seed of every notebook
+    whose entry is current (its code and helpers unchanged since the sweep; ``make sweep-changed``
+    would take it from the record), under the names the ledger shows. A stale entry gives nothing:
+    its numbers were measured on other code."""
+    from helpers.environment import MODES
+    from tools.fingerprints import plan_sweep, read_record
+
+    record = read_record(root).get("notebooks", {})
+    current = plan_sweep(notebooks, MODES["claims-only"], root=root).taken
+    values: dict[tuple[Path, str], list[float]] = {}
+    for name in current:
+        for by_name in record[name].get("numbers", {}).values():
+            for key, value in by_name.items():
+                values.setdefault(((Path(root) / name).resolve(), key), []).append(value)
+    return values
+
+
+@functools.lru_cache(maxsize=1)
+def _swept_once(notebooks: tuple, root: Path) -> dict[tuple[Path, str], list[float]]:
+    return swept_numbers(notebooks, root)  # once per build, not once per chapter's page (seconds each)
+
+
+def spread_line(values: list[float], number: dict) -> str:
+    """``"over 9 more seeds (the sweep): least 1.2 %, median 3.4 %, most 5.6 %"``, in the number's format."""
+    fmt, unit = number.get("format", ""), number.get("unit", "")
+    low, mid, high = (format(v, fmt) + unit for v in (min(values), statistics.median(values), max(values)))
+    return f"over {len(values)} more seeds (the sweep): least {low}, median {mid}, most {high}"
+
+
+def _row_lines(e: Entry, kind: str, page: Path, backlinks: dict[str, list[SourceClaim]],
+               spread: list[float] | None = None) -> list[str]:
     rel = Path(os.path.relpath(e.notebook, page.parent)).as_posix()
     verdict = e.verdict if kind == "claim" else "check"
     lines = [
@@ -723,6 +760,8 @@ def _row_lines(e: Entry, kind: str, page: Path, backlinks: dict[str, list[Source
         fmt = e.number.get("format", "")
         value = f"{{glue:text}}`{rel}::{e.number['key']}{':' + fmt if fmt else ''}`"
         measured = f"Measured: {value}{e.number.get('unit', '')} ({_md_escape(e.number['what'])}) · "
+        if spread:
+            measured += _md_escape(spread_line(spread, e.number)) + " · "
     return lines + [
         f"{measured}{seeds} · {{ref}}`the cell <{e.label}>`",
         "",
@@ -772,7 +811,8 @@ def _insert_ledger(app, docname, source) -> None:
         app.env.note_dependency(str(dependency))                # or the inventory changes
     page = Path(app.env.doc2path(docname))
     chapter = int(match.group(1)) if match.group(1) else None
-    body = ledger_markdown(read_ledger(notebooks), page, read_inventory(INVENTORY), chapter)
+    swept = _swept_once(tuple(notebooks), ROOT_OF_BOOK.parent) if chapter is not None else None
+    body = ledger_markdown(read_ledger(notebooks), page, read_inventory(INVENTORY), chapter, swept)
     source[0] = source[0][:match.start()] + body + source[0][match.end():]
 
 
