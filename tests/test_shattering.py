@@ -175,18 +175,42 @@ def test_tanh_chains_are_drawn_from_their_seed_and_the_phases_differ():
         phase_scan(())
 
 
+def test_measured_edge_interpolates_the_first_crossing():
+    from helpers.experiments.order_chaos import measured_edge
+
+    # 0.9 at 1, 0.7 at 2, 0.1 at 3: 0.5 is a third of the way from 0.7 to 0.1.
+    assert measured_edge((1.0, 2.0, 3.0), (0.9, 0.7, 0.1)) == pytest.approx(2 + 1 / 3)
+    # the first crossing counts, not a later one after a rebound
+    assert measured_edge((1, 2, 3, 4), (0.9, 0.3, 0.8, 0.0)) == pytest.approx(1 + 0.4 / 0.6)
+    assert measured_edge((1, 2), (1.0, 0.0), level=0.25) == pytest.approx(1.75)
+    with pytest.raises(ValueError, match="bracket"):
+        measured_edge((1, 2), (0.9, 0.8))
+    with pytest.raises(ValueError, match="bracket"):
+        measured_edge((1, 2), (0.1, 0.0))
+    with pytest.raises(ValueError, match="one value per weight variance"):
+        measured_edge((1, 2, 3), (0.9, 0.1))
+    with pytest.raises(ValueError, match="increase"):
+        measured_edge((2, 1), (0.9, 0.1))
+    with pytest.raises((TypeError, ValueError), match="correlations"):
+        measured_edge((1, 2), (0.9, "low"))
+
+
 def test_phase_diagram_marks_the_edge_and_places_the_batchnorm_chains():
     from helpers.plots.shattering import phase_diagram
 
     scan = {"gradient": np.array([[1.0, 0.98], [0.1, -0.1]]), "cosine": np.array([[1.0, 1.0], [0.5, 0.4]])}
     fig = phase_diagram((0.5, 4.0), scan, critical=1.76, layers=50, title="Edge",
-                        placed={"plain, ReLU + BatchNorm": 0.02})
+                        placed={"plain, ReLU + BatchNorm": 0.02}, edge=2.1)
     left, right = fig.axes[:2]
     assert any("edge of chaos" in line.get_label() for line in left.lines)
+    assert any(line.get_label() == "correlation 0.5 at 50 layers" for line in left.lines)
+    assert not any("correlation 0.5" in line.get_label() for line in right.lines)
     assert any(line.get_label().startswith("plain, ReLU + BatchNorm") for line in left.lines)
     assert left.get_xlabel().startswith("weight variance") and right.get_ylabel().startswith("cosine")
     import matplotlib.pyplot as plt
     plt.close(fig)
+    with pytest.raises((TypeError, ValueError), match="edge"):
+        phase_diagram((0.5, 4.0), scan, critical=1.76, layers=50, title="Edge", edge="high")
 
 
 def test_cosine_by_layer_is_one_for_identical_batches_and_matches_the_whole_cosine():

@@ -74,6 +74,29 @@ def critical_weight_variance(bias_variance: float = BIAS_VARIANCE) -> float:
     return (low + high) / 2
 
 
+def measured_edge(weight_variances, correlations, *, level: float = 0.5) -> float:
+    """Where chains of one depth shatter: the ``sigma_w^2`` at which ``correlations`` (one value
+    per weight variance, increasing; e.g. the mean over chains of :func:`phase_scan`'s
+    ``"gradient"``) first falls below ``level``, by linear interpolation between that variance
+    and the one before it. Raises a ``ValueError`` if the first value is already below ``level``
+    or none is (the grid does not bracket the crossing)."""
+    variances = np.array([real_number("weight_variances[i]", v, low=0.0)
+                          for v in non_empty("weight_variances", weight_variances)])
+    values = np.array([real_number("correlations[i]", c) for c in non_empty("correlations", correlations)])
+    level = real_number("level", level)
+    if len(values) != len(variances):
+        raise ValueError(f"correlations must hold one value per weight variance ({len(variances)}), "
+                         f"got {len(values)}")
+    if np.any(np.diff(variances) <= 0):
+        raise ValueError("weight_variances must increase")
+    below = np.flatnonzero(values < level)
+    if len(below) == 0 or below[0] == 0:
+        raise ValueError(f"weight_variances must bracket the crossing: correlations must start at or "
+                         f"above level {level} and fall below it, got {values.round(3).tolist()}")
+    i = below[0]
+    return float(np.interp(level, values[[i, i - 1]], variances[[i, i - 1]]))
+
+
 class TanhChain(torch.nn.Module):
     """The plain tanh chain of the module docstring, drawn from its own seed."""
 

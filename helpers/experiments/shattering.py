@@ -138,9 +138,9 @@ def minibatch_agreement(data: DataSplit, depths, *, norm: str = "batch", width: 
     return agreement_by_layer(data, depths, norm=norm, width=width, pairs=pairs, seed=seed)["whole"]
 
 
-def first_steps(data: DataSplit, *, layers: int = 50, learning_rates=(0.03, 0.1, 0.3, 1.0), steps: int = 30,
-                norm: str = "batch", width: int = 64, batch_size: int = 64, eval_size: int = 256,
-                seed: int = 0) -> dict:
+def first_steps(data: DataSplit, *, layers: int = 50, learning_rates=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
+                steps: int = 30, norm: str = "batch", width: int = 64, batch_size: int = 64,
+                eval_size: int = 256, seed: int = 0) -> dict:
     """Train twins of ``layers`` layers for ``steps`` steps of plain SGD at each learning rate
     (same start, same mini-batches). Returns ``{kind: {lr: losses}}``: the cross-entropy on a
     fixed sample of ``eval_size`` training images (in training mode, as the steps see it)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import real_number
 from .style import COLORS, OTHER_COLORS, band, color_for, finish, house_style, new_figure, title_figure
 
 
@@ -111,15 +112,18 @@ def _check_title(title) -> None:
 
 
 def phase_diagram(weight_variances, scan: dict, *, critical: float, layers: int, title: str,
-                  placed: dict | None = None):
+                  placed: dict | None = None, edge: float | None = None):
     """Order and chaos in a plain tanh chain of ``layers`` layers, against the weight variance
     ``sigma_w^2`` (:func:`helpers.experiments.order_chaos.phase_scan`). Left: the neighbour
     correlation of ``dy/dx``; right: the cosine between neighbouring inputs' last-layer
     pre-activations (mean over chains, band min to max). A dashed line marks the mean-field edge
     of chaos, ``chi_1 = 1`` at ``critical``; ``placed`` (label -> correlation) adds dotted
-    horizontal lines on the left panel, e.g. the ReLU chains with BatchNorm of the same depth."""
+    horizontal lines on the left panel, e.g. the ReLU chains with BatchNorm of the same depth;
+    ``edge`` (a ``sigma_w^2``) marks where the chains' mean correlation falls through 0.5
+    (:func:`helpers.experiments.order_chaos.measured_edge`) with a dash-dotted line on the left."""
     _check_title(title)
-    fig, (left, right) = new_figure(ncols=2, width=7.0, height=3.6)
+    edge = None if edge is None else real_number("edge", edge, low=0.0)
+    fig, (left, right) = new_figure(ncols=2, width=7.0, height=4.4)
     variances = np.asarray(weight_variances, dtype=float)
     color = OTHER_COLORS[0]
     band(left, variances, np.asarray(scan["gradient"]).T, label=f"tanh, {layers} layers, no norm",
@@ -133,13 +137,17 @@ def phase_diagram(weight_variances, scan: dict, *, critical: float, layers: int,
         for ax in (left, right):
             ax.axvline(critical, color="0.3", linestyle="--", linewidth=1, label="edge of chaos (χ₁ = 1)")
             ax.axvspan(variances.min(), critical, color="0.9", zorder=0)
+        if edge is not None:
+            left.axvline(edge, color=color, linestyle="-.", linewidth=1.2,
+                         label=f"correlation 0.5 at {layers} layers")
         left.set_ylim(-0.25, 1.08)
     finish(left, title="the gradient, backward", xlabel="weight variance σ_w² (× 1/width)",
            ylabel="correlation of dy/dx", legend=False)
     finish(right, title="the signal, forward", xlabel="weight variance σ_w² (× 1/width)",
            ylabel="cosine of h_L at neighbours", legend=False)
     with house_style():
-        left.legend(fontsize=10, loc="lower left")
+        # the legend below the panels, clear of the lines
+        fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=10)
         right.text(0.03, 0.06, "grey: ordered phase", transform=right.transAxes, fontsize=10, color="0.3")
     title_figure(fig, title)
     return fig
