@@ -103,6 +103,32 @@ def test_the_map_records_every_cell_and_marks_divergence():
     assert "diverged" in texts and "SGD" in fig.axes[0].get_xlabel()
 
 
+def test_a_warm_up_column_trains_its_nets_as_fit_would_with_that_warm_up():
+    x, y = _digits(64)
+    smap = stability_map(x, y, rows=[("Post-LN", 2.0)], lrs=[0.05], warmup_lrs=[0.5], warmup_steps=3,
+                         seeds=[4], blocks=2, width=8, epochs=2, progress=False)
+    assert smap.columns() == [(0.05, False), (0.5, True)] and smap.warmup_steps == 3
+    assert [r.warmup for r in smap.runs] == [0, 3]
+    with isolated(4):
+        net = AddNormMLP("Post-LN", blocks=2, width=8, scale=2.0)
+    alone = helpers.training.fit(net, x, y, epochs=2, lr=0.5, seed=4, warmup_steps=3, progress=False)
+    assert np.allclose(smap.final("Post-LN", 2.0, 0.5, warmup=True), alone.train_loss[-1], rtol=1e-5)
+    # the constant-rate column is the map without warm-up columns
+    plain = stability_map(x, y, rows=[("Post-LN", 2.0)], lrs=[0.05], seeds=[4], blocks=2, width=8, epochs=2,
+                          progress=False)
+    assert np.allclose(smap.final("Post-LN", 2.0, 0.05), plain.final("Post-LN", 2.0, 0.05), rtol=1e-5)
+    assert plain.columns() == [(0.05, False)] and plain.warmup_steps == 0
+    with pytest.raises(ValueError, match="no cell"):
+        smap.worst("Post-LN", 2.0, 0.05, warmup=True)
+    with pytest.raises(ValueError, match="no cell"):
+        plain.final("Post-LN", 2.0, 0.5, warmup=True)
+    assert smap.grid().shape == (1, 2)
+    fig = stability_heatmap(smap, title="A map with a warm-up")
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["0.05", "0.5\nwarm-up"] and "first 3 steps" in fig.axes[0].get_xlabel()
+    assert smallest_font_pt(fig) >= MIN_FONT_PT
+
+
 def test_bad_maps_are_named():
     x, y = _digits(8)
     with pytest.raises(ValueError, match="rows"):
@@ -111,6 +137,14 @@ def test_bad_maps_are_named():
         stability_map(x, y, rows=[("Post-LN", 1.0)], lrs=[])
     with pytest.raises(ValueError, match="optimizer"):
         stability_map(x, y, rows=[("Post-LN", 1.0)], lrs=[0.1], optimizer="lion")
+    with pytest.raises(TypeError, match="warmup_lrs"):
+        stability_map(x, y, rows=[("Post-LN", 1.0)], lrs=[0.1], warmup_lrs="0.5", warmup_steps=2)
+    with pytest.raises(ValueError, match="warmup_lrs"):
+        stability_map(x, y, rows=[("Post-LN", 1.0)], lrs=[0.1], warmup_lrs=[-0.5], warmup_steps=2)
+    with pytest.raises(ValueError, match="warmup_steps"):
+        stability_map(x, y, rows=[("Post-LN", 1.0)], lrs=[0.1], warmup_lrs=[0.5])
+    with pytest.raises(TypeError, match="warmup_steps"):
+        stability_map(x, y, rows=[("Post-LN", 1.0)], lrs=[0.1], warmup_lrs=[0.5], warmup_steps=2.5)
 
 
 def test_skip_path_gradients_is_the_whole_gradient_when_the_branches_are_zero():

@@ -13,6 +13,7 @@ from helpers.experiments.effective_depth import carve_validation, decay_sweep
 from helpers.experiments.joins import JoinRun
 from helpers.measure.cost import stream_gradient_norms
 from helpers.models import JoinedMLP
+from helpers.plots.style import MIN_FONT_PT, smallest_font_pt
 
 
 @pytest.fixture(scope="module")
@@ -180,12 +181,21 @@ def test_chapter_3_training_figures(nets):
     fig = switched_off_on_validation({"5e-3": runs}, threshold=0.02, title="Blocks switch off")
     assert "validation" in fig.axes[1].get_ylabel()
     plt.close(fig)
-    fig = decay_trend({5e-3: runs, 1e-4: runs}, title="Decay turns redundant blocks idle")
+    costs = {5e-3: np.array([[0.0, 0.01, 0.03]] * 2), 1e-4: np.array([[0.0, 0.02, 0.08]] * 2)}
+    fig = decay_trend({5e-3: runs, 1e-4: runs}, costs, title="Decay turns redundant blocks idle")
     left, right = fig.axes[:2]
-    assert left.get_xscale() == right.get_xscale() == "log" and "%" in right.get_ylabel()
+    assert left.get_xscale() == "log" and "points" in right.get_ylabel()
+    assert "k" in right.get_xlabel() and smallest_font_pt(fig) >= MIN_FONT_PT
+    # one mean line per decay, in points: 8 points at k = 2 for 1e-4
+    means = [line.get_ydata() for line in right.get_lines() if len(line.get_ydata()) == 3]
+    assert any(np.allclose(m, [0, 2, 8]) for m in means) and len(means) == 2
     plt.close(fig)
     with pytest.raises(ValueError, match="> 0"):
-        decay_trend({0.0: runs}, title="No log axis")
+        decay_trend({0.0: runs}, {0.0: costs[5e-3]}, title="No log axis")
+    with pytest.raises(ValueError, match="same weight decays"):
+        decay_trend({5e-3: runs}, {1e-4: costs[1e-4]}, title="Other decays")
+    with pytest.raises(ValueError, match="counts"):
+        decay_trend({5e-3: runs, 1e-4: runs}, {5e-3: costs[5e-3], 1e-4: np.zeros((2, 4))}, title="Ragged")
     with pytest.raises(ValueError, match="non-empty"):
         switched_off_on_validation({}, threshold=0.02, title="Nothing")
     fig = plots.deletion_frame(runs[0].ratios, [1], error=0.2, intact=0.1, title="One deleted")

@@ -23,7 +23,9 @@ He initialisation, and the sublayer is one of (:data:`ARCHITECTURES`):
 :func:`stability_map` trains one net per (architecture, scale, learning rate, seed) on the
 digits and records each run's per-epoch training loss; :func:`outcome` labels a run
 (``"diverged"``, ``"stuck"`` or ``"trains"``, as in the sweep). Nets of one architecture
-train together as a stack (:func:`helpers.training.fit`), each with its own rate.
+train together as a stack (:func:`helpers.training.fit`), each with its own rate. A map may
+add *warm-up columns*: the same nets trained at a given rate after a linear warm-up over
+its first steps, the article's remedy for a learning rate that is too large.
 
 :func:`sublayer_gradients` looks at the same nets at initialisation, before any step: one
 backward pass of the cross-entropy gives the gradient that reaches each sublayer's sum
@@ -153,13 +155,14 @@ class AddNormMLP(nn.Module):
 @dataclass
 class MapRun:
     """One net of the map: its architecture, initial branch scale, learning rate and seed,
-    and its training loss per epoch."""
+    its training loss per epoch, and the length of its warm-up in steps (0: none)."""
 
     architecture: str
     scale: float
     lr: float
     seed: int
     losses: np.ndarray
+    warmup: int = 0
 
     @property
     def outcome(self) -> str:
@@ -168,73 +171,93 @@ class MapRun:
 
 @dataclass
 class StabilityMap:
-    """The runs of :func:`stability_map` and the settings they were trained with."""
+    """The runs of :func:`stability_map` and the settings they were trained with: the
+    columns are the rates ``lrs``, then the rates ``warmup_lrs`` reached after a warm-up of
+    ``warmup_steps`` steps."""
 
     runs: list[MapRun]
     rows: list[tuple[str, float]]
     lrs: tuple[float, ...]
     optimizer: str
     epochs: int
+    warmup_lrs: tuple[float, ...] = ()
+    warmup_steps: int = 0
 
-    def of(self, architecture: str, scale: float, lr: float) -> list[MapRun]:
-        """The runs (one per seed) of one cell; ``ValueError`` for a cell the map does not hold."""
-        if (architecture, scale) not in self.rows or lr not in self.lrs:
-            raise ValueError(f"no cell ({architecture!r}, scale {scale}, lr {lr}) in this map: its rows are "
-                             f"{self.rows} and its learning rates {self.lrs}")
-        return [r for r in self.runs if r.architecture == architecture and r.scale == scale and r.lr == lr]
+    def columns(self) -> list[tuple[float, bool]]:
+        """``(learning rate, warmed up)`` of each column, in order."""
+        return [(lr, False) for lr in self.lrs] + [(lr, True) for lr in self.warmup_lrs]
 
-    def final(self, architecture: str, scale: float, lr: float) -> np.ndarray:
+    def of(self, architecture: str, scale: float, lr: float, warmup: bool = False) -> list[MapRun]:
+        """The runs (one per seed) of one cell, a warm-up column's if ``warmup``; ``ValueError``
+        for a cell the map does not hold."""
+        if (architecture, scale) not in self.rows or (lr, bool(warmup)) not in self.columns():
+            raise ValueError(f"no cell ({architecture!r}, scale {scale}, lr {lr}, warm-up {bool(warmup)}) in this "
+                             f"map: its rows are {self.rows}, its learning rates {self.lrs} and those reached "
+                             f"after a warm-up {self.warmup_lrs}")
+        return [r for r in self.runs if r.architecture == architecture and r.scale == scale and r.lr == lr
+                and (r.warmup > 0) == bool(warmup)]
+
+    def final(self, architecture: str, scale: float, lr: float, warmup: bool = False) -> np.ndarray:
         """The last epoch's training loss of each run of one cell (NaN or inf if it diverged)."""
-        return np.array([r.losses[-1] for r in self.of(architecture, scale, lr)])
+        return np.array([r.losses[-1] for r in self.of(architecture, scale, lr, warmup)])
 
-    def worst(self, architecture: str, scale: float, lr: float) -> float:
+    def worst(self, architecture: str, scale: float, lr: float, warmup: bool = False) -> float:
         """The highest final loss of one cell's runs, ``inf`` if any of them diverged."""
-        final = self.final(architecture, scale, lr)
+        final = self.final(architecture, scale, lr, warmup)
         return float(np.max(np.where(np.isfinite(final), final, np.inf)))
 
     def grid(self) -> np.ndarray:
-        """``(rows, lrs)``: each cell's mean final loss, NaN where any run diverged."""
-        out = np.full((len(self.rows), len(self.lrs)), np.nan)
+        """``(rows, columns)``: each cell's mean final loss, NaN where any run diverged."""
+        columns = self.columns()
+        out = np.full((len(self.rows), len(columns)), np.nan)
         for i, (architecture, scale) in enumerate(self.rows):
-            for j, lr in enumerate(self.lrs):
-                final = self.final(architecture, scale, lr)
+            for j, (lr, warm) in enumerate(columns):
+                final = self.final(architecture, scale, lr, warm)
                 if np.all(np.isfinite(final)):
                     out[i, j] = final.mean()
         return out
 
 
 def stability_map(x: torch.Tensor, y: torch.Tensor, *, rows, lrs, seeds=(0,), blocks: int = 6,
-                  width: int = 32, epochs: int = 10, optimizer: str = "sgd",
-                  progress: bool | None = None) -> StabilityMap:
-    """Train one :class:`AddNormMLP` per (row, learning rate, seed) to classify ``x`` as
-    ``y`` and return the :class:`StabilityMap`.
+                  width: int = 32, epochs: int = 10, optimizer: str = "sgd", warmup_lrs=(),
+                  warmup_steps: int = 0, progress: bool | None = None) -> StabilityMap:
+    """Train one :class:`AddNormMLP` per (row, column, seed) to classify ``x`` as ``y`` and
+    return the :class:`StabilityMap`.
 
     ``rows`` are ``(architecture, scale)`` pairs; ``lrs`` the learning rates, each used as
     is with ``optimizer`` (``"sgd"``: momentum 0.9; ``"adam"``), weight decay ``1e-4``, no
-    warm-up, mini-batches of 128. The seed fixes a net's initial weights and its mini-batches,
-    so the nets of one seed start alike at every learning rate.
+    warm-up, mini-batches of 128. Each rate of ``warmup_lrs`` adds a column of nets trained
+    the same way at that rate after a linear warm-up over the first ``warmup_steps`` steps
+    (:func:`helpers.training.fit`). The seed fixes a net's initial weights and its
+    mini-batches, so the nets of one seed start alike in every column.
     """
     rows = [(choice("rows[i][0]", a, ARCHITECTURES), real_number("rows[i][1]", s, low=0.0, low_inclusive=False))
             for a, s in non_empty("rows", rows)]
     lrs = tuple(real_number("lrs[i]", lr, low=0.0, low_inclusive=False) for lr in non_empty("lrs", lrs))
+    if isinstance(warmup_lrs, (str, bytes)) or not hasattr(warmup_lrs, "__iter__"):
+        raise TypeError(f"warmup_lrs must be a sequence of learning rates, got {type(warmup_lrs).__name__}")
+    warmup_lrs = tuple(real_number("warmup_lrs[i]", lr, low=0.0, low_inclusive=False) for lr in warmup_lrs)
+    warmup_steps = positive_int("warmup_steps", warmup_steps, minimum=1 if warmup_lrs else 0)
     seeds = non_empty("seeds", seeds)  # each seed checked where it is used (isolated, fit)
     optimizer = choice("optimizer", optimizer, OPTIMIZERS)
     epochs = positive_int("epochs", epochs)
+    columns = [(lr, 0) for lr in lrs] + [(lr, warmup_steps) for lr in warmup_lrs]
     runs = []
     for architecture in dict.fromkeys(a for a, _ in rows):  # one stack per architecture
         group, nets = [], []
         for _, scale in (r for r in rows if r[0] == architecture):
             for seed in seeds:
-                for lr in lrs:
+                for lr, warmup in columns:
                     with isolated(seed):
                         nets.append(AddNormMLP(architecture, blocks=blocks, width=width, scale=scale))
-                    group.append(MapRun(architecture, scale, lr, seed, np.array([])))
+                    group.append(MapRun(architecture, scale, lr, seed, np.array([]), warmup))
         histories = fit(nets, x, y, epochs=epochs, lr=[r.lr for r in group], seed=[r.seed for r in group],
-                        optimizer=optimizer, progress=progress, description=f"{architecture} map")
+                        warmup_steps=[r.warmup for r in group], optimizer=optimizer, progress=progress,
+                        description=f"{architecture} map")
         for run, history in zip(group, histories):
             run.losses = np.array(history.train_loss)
         runs.extend(group)
-    return StabilityMap(runs, rows, lrs, optimizer, epochs)
+    return StabilityMap(runs, rows, lrs, optimizer, epochs, warmup_lrs, warmup_steps if warmup_lrs else 0)
 
 
 @dataclass

@@ -31,10 +31,10 @@ def _cell_text(value: float) -> str:
 def stability_heatmap(smap, *, title: str):
     """Row (architecture, initial branch scale) x learning rate: the last epoch's training
     loss of each cell (the mean over its nets; lighter is lower), "diverged" where any net's
-    loss became infinite or NaN. ``smap`` is a
-    :class:`helpers.experiments.add_norm_stability.StabilityMap`."""
-    rows, lrs = list(smap.rows), list(smap.lrs)
-    if not rows or not lrs:
+    loss became infinite or NaN; the map's warm-up columns, if any, come last, set apart by
+    a line. ``smap`` is a :class:`helpers.experiments.add_norm_stability.StabilityMap`."""
+    rows, columns = list(smap.rows), smap.columns()
+    if not rows or not columns:
         raise ValueError("smap must hold at least one row and one learning rate")
     grid = smap.grid()
     optimiser = {"sgd": "SGD, momentum 0.9", "adam": "Adam"}.get(smap.optimizer, smap.optimizer)
@@ -45,7 +45,7 @@ def stability_heatmap(smap, *, title: str):
         image = ax.imshow(shown, cmap="viridis_r", aspect="auto", vmin=low, vmax=high)
         ax.set_facecolor("#f2dede")
         for i in range(len(rows)):
-            for j in range(len(lrs)):
+            for j in range(len(columns)):
                 value = grid[i, j]
                 # viridis_r: low losses are light (dark text), high ones dark (white text)
                 dark = np.isfinite(value) and (np.log10(np.clip(value, 1e-3, 10.0)) - low) / (high - low) > 0.55
@@ -55,12 +55,18 @@ def stability_heatmap(smap, *, title: str):
         for i in range(1, len(rows)):
             if rows[i][0] != rows[i - 1][0]:
                 ax.axhline(i - 0.5, color="white", linewidth=2.5)
-        ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs])
+        # and one between the constant rates and the warm-up columns
+        if smap.warmup_lrs:
+            ax.axvline(len(smap.lrs) - 0.5, color="white", linewidth=2.5)
+        ax.set_xticks(range(len(columns)), [f"{lr:g}\nwarm-up" if warm else f"{lr:g}" for lr, warm in columns])
         ax.set_yticks(range(len(rows)), [_row_label(a, s) for a, s in rows])
         ax.grid(False)
         bar = fig.colorbar(image, ax=ax, pad=0.02)
         bar.set_label(f"training loss after {smap.epochs} epochs (log10)")
-    finish(ax, title=title, xlabel=f"learning rate ({optimiser})", ylabel="sublayer, initial branch scale")
+    xlabel = f"learning rate ({optimiser})"
+    if smap.warmup_lrs:
+        xlabel += f"; warm-up: linear over the first {smap.warmup_steps} steps"
+    finish(ax, title=title, xlabel=xlabel, ylabel="sublayer, initial branch scale")
     return fig
 
 
