@@ -286,3 +286,32 @@ def test_the_chain_exercise_refuses_hes_gain_and_bad_input():
     assert "between 0.5 and 6" in chain_gain_problem(7)
     assert "my_gain" in chain_gain_problem("2.5")
     assert chain_gain_problem(float("nan")) is not None
+
+
+def test_the_adam_step_prediction_passes_the_theory_and_names_the_usual_mistakes():
+    """Section 5's prediction, |ΔL| at 64 blocks over 2 under Adam's first step: the theory's
+    7.5 passes over the measured range of seeds 0-39 (7.27 to 8.05); √32, the growth without the
+    stream's, fails everywhere in that range, and neither it nor any wrong answer is told the
+    measured value."""
+    from helpers.grading.chapter5 import ADAM_STEP_RTOL, check_adam_step_prediction
+
+    for measured in (7.27, 7.53, 8.05):
+        assert check_adam_step_prediction(7.5, measured).passed
+        assert check_adam_step_prediction(np.float32(7.5), measured).passed
+        assert check_adam_step_prediction(torch.tensor(7.5), measured).passed
+    mistakes = {32 ** 0.5: "stream's growth", 2 ** 0.5: "32 to 64 blocks", 32: "plain net", 1.77: "SGD's formula",
+                10.0: "square root", 1: "ε = 1/N", 13.04: "divide by its value", 6.2: "apply N ε"}
+    for measured in (7.27, 7.53, 8.05):
+        for guess, says in mistakes.items():
+            feedback = check_adam_step_prediction(guess, measured)
+            assert not feedback.passed and says in str(feedback), (guess, str(feedback))
+            assert f"{measured:.3g}" not in str(feedback) and f"{measured:.2f}" not in str(feedback)
+    assert abs(32 ** 0.5 / 7.27 - 1) > ADAM_STEP_RTOL + 0.1  # √32 fails with room over the measured range
+    assert "no prediction yet" in str(check_adam_step_prediction(None, 7.5))
+    for bad, says in (("7.5", "text"), (True, "bool"), ([7.5], "list"), (float("nan"), "not a finite")):
+        feedback = check_adam_step_prediction(bad, 7.5)
+        assert not feedback.passed and says in str(feedback), bad
+    with pytest.raises(TypeError, match="measured"):
+        check_adam_step_prediction(7.5, None)
+    with pytest.raises(ValueError, match="measured"):
+        check_adam_step_prediction(7.5, -1.0)

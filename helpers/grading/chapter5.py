@@ -1,6 +1,8 @@
 """Checkers for the exercises of chapter 5: DeepNorm's constants and initialisation, by hand
-(:func:`check_deepnorm`), and which gains the prediction of a ReLU chain's second moment accepts
-(:func:`chain_gain_problem`).
+(:func:`check_deepnorm`), which gains the prediction of a ReLU chain's second moment accepts
+(:func:`chain_gain_problem`), the power of the depth in ``beta`` that holds Adam's first
+update still (:func:`check_adam_beta_power`), and the prediction of Adam's first step at 64
+blocks against 2 (:func:`check_adam_step_prediction`).
 
 The learner writes ``fn(model)``, which turns a Post-LN
 :class:`~helpers.models.transformer.SequenceTransformer` of ``N = len(model.layers)`` layers
@@ -543,3 +545,130 @@ def chain_gain_problem(gain) -> str | None:
                 f"least {HE_GAIN_MARGIN} away from 2 (1.5 or 2.5, say), so that your prediction tests the "
                 "per-layer factor.")
     return None
+
+
+ADAM_POWER = 0.75
+"""The power ``b`` in DeepNorm's ``beta ∝ N^(-b)`` that holds Adam's first update still, with
+``alpha = (2N)^(1/4)`` kept: the update sums ``2N`` shares of about ``beta / alpha``, so
+``beta / alpha`` must fall like ``1/N``."""
+_ADAM_POWER_TOL = 0.05
+_ADAM_POWER_MISTAKES = (
+    (0.25, "that is DeepNorm's own power. It holds SGD's sum 2N·2β²/α² still, where a weight's move "
+           "carries β/α and its effect on the output β/α again; under Adam every weight moves by about "
+           "η whatever its gradient, so only one factor β/α is left, and 2N·2β/α still grows like √N."),
+    (1.0, "that makes β itself fall like 1/N, but α = (2N)^(1/4) grows with the depth too and divides "
+          "every branch's contribution: it is β/α that must fall like 1/N, so β ∝ N^(1/4)/N."),
+    (0.5, "with β ∝ N^(-1/2), β/α falls like N^(-3/4), and 2N such shares still add up to a growth like "
+          "N^(1/4). Count the powers of N in 2N·2β/α once more."),
+    (1.25, "that divides by α one time too many: β/α ∝ 1/N means β ∝ α/N = N^(1/4)/N."),
+)
+
+
+def check_adam_beta_power(prediction, measured: float | None = None) -> Feedback:
+    """Check a prediction of the power ``b`` in ``beta ∝ N^(-b)`` that holds Adam's first update
+    still when DeepNorm's ``alpha = (2N)^(1/4)`` is kept (:data:`ADAM_POWER`, within 0.05),
+    naming the usual mistakes; ``measured`` (optional) is the power at which the page's
+    measurement is flat, quoted in the feedback."""
+    exercise = "Predict the power of N in β for Adam"
+    tests = [f"your power b against the bookkeeping's {ADAM_POWER} (within {_ADAM_POWER_TOL})"]
+    if measured is not None:
+        measured, problem = as_number(measured)
+        if problem:
+            raise TypeError(f"measured must be one finite number or None: it {problem}")
+    if prediction is None:
+        return Feedback(exercise, ["no prediction yet: write your power b in the cell above, then run this "
+                                   "cell again."], False, tests=tests)
+    value, problem = as_number(prediction)
+    if problem:
+        return Feedback(exercise, [f"your prediction is {str(problem).removeprefix('returned ')}"], False,
+                        tests=tests)
+    after = "" if measured is None else f" This page's measurement puts the flat point at b = {measured:.2f}."
+    if abs(value - ADAM_POWER) <= _ADAM_POWER_TOL:
+        return Feedback(exercise, [f"b = {value:g}: β/α ∝ N^(1/4 - b) = 1/N, and the 2N shares of about "
+                                   f"2β/α add up to a constant.{after}"], True, tests=tests)
+    if value < 0:
+        return Feedback(exercise, [f"b = {value:g} makes β grow with the depth; β ∝ N^(-b) must shrink, so "
+                                   f"b is positive.{after}"], False, tests=tests)
+    why = next((text for power, text in _ADAM_POWER_MISTAKES if abs(value - power) <= _ADAM_POWER_TOL),
+               "write the update as 2N · 2β/α with α = (2N)^(1/4) and β ∝ N^(-b), and choose b so that the "
+               "powers of N cancel.")
+    return Feedback(exercise, [f"b = {value:g}: {why}{after}"], False, tests=tests)
+
+
+ADAM_STEP_DEPTHS = (2, 64)
+"""The depths of the Adam-step prediction (section 5): the loss change of Adam's first step at
+64 blocks over that at 2, for ``y = x + f(x)/√N``."""
+ADAM_STEP_RTOL = 0.10
+"""How far (relative) the prediction may be from the measurement. Over seeds 0-39 the measured
+ratio (eight nets per depth) ranged from 7.27 to 8.05 around the theory's 7.53, so the model
+answer 7.5 is at most 7 % off; √32 = 5.66, the growth without the stream's, is over 20 % below
+every measurement and fails, as does √2, the ratio from 32 to 64 blocks."""
+
+
+def _adam_step_theory(n: int) -> float:
+    """``N ε (1 + ε²)^((N - 1)/2)`` with ``ε = 1/√N``: the size of Adam's first step up to a factor."""
+    return math.sqrt(n) * (1 + 1 / n) ** ((n - 1) / 2)
+
+
+def _adam_step_mistakes() -> tuple[tuple[float, str], ...]:
+    low, high = ADAM_STEP_DEPTHS
+    sgd = (1 + 1 / high) ** (high - 1) / (1 + 1 / low) ** (low - 1)
+    squared = (math.sqrt(high) * (1 + 1 / high) ** (high - 1)) / (math.sqrt(low) * (1 + 1 / low) ** (low - 1))
+    return (
+        (math.sqrt(high / low),
+         f"that is √({high}/{low}), the growth of N ε = √N alone. Each |g_i| also carries the square root of "
+         f"the stream's growth, (1 + ε²)^((N - 1)/2): {(1 + 1 / low) ** ((low - 1) / 2):.2f} at {low} blocks and "
+         f"{(1 + 1 / high) ** ((high - 1) / 2):.2f} at {high}, and it does not cancel in the ratio."),
+        (math.sqrt(2),
+         f"that is about the factor from 32 to 64 blocks, where the stream's growth hardly changes; the "
+         f"question asks from {low} to {high} blocks."),
+        (high / low,
+         "that is the growth in proportion to N of a plain net; the branch scale ε = 1/√N takes a factor √N "
+         "out of Adam's |ΔL| ~ N ε."),
+        (sgd,
+         "that is SGD's formula, N ε² (1 + ε²)^(N - 1), which counts the gradient squared; Adam's first step "
+         "moves every weight by about η sign(g) and changes the loss by η ||g||_1, the gradient to the first "
+         "power."),
+        (squared,
+         "you gave each |g_i| the stream's whole growth (1 + ε²)^(N - 1); that is the growth of g², so |g_i| "
+         "carries its square root, (1 + ε²)^((N - 1)/2)."),
+        (1.0, "a flat step is what ε = 1/N gives under Adam; with ε = 1/√N the step still grows with N."),
+        (_adam_step_theory(high),
+         f"that is N ε (1 + ε²)^((N - 1)/2) at {high} blocks alone: divide by its value at {low} blocks."),
+    )
+
+
+def check_adam_step_prediction(prediction, measured) -> Feedback:
+    """Check a prediction of the loss change of Adam's first step at 64 blocks over that at 2,
+    for ``y = x + f(x)/√N`` (section 5's exercise), against ``measured``, the ratio the notebook
+    has just measured: within :data:`ADAM_STEP_RTOL` of it passes.
+
+    A wrong prediction is told what it most likely left out (the stream's growth, giving
+    √32; SGD's squared gradient; the plain net's N; the ratio from 32 to 64 blocks, √2; ...)
+    or that it is more than 10 % off, never the measured value, so that the prediction is
+    made once, before the measurement is seen. ``measured`` comes from the notebook: a bad
+    value raises ``TypeError`` or ``ValueError``."""
+    exercise = "Predict Adam's first step at 64 blocks"
+    low, high = ADAM_STEP_DEPTHS
+    measured, problem = as_number(measured)
+    if problem:
+        raise TypeError(f"measured must be one finite number: it {problem}")
+    if measured <= 0:
+        raise ValueError(f"measured must be a ratio > 0, got {measured}")
+    tests = [f"your ratio against the measurement this cell makes (within {100 * ADAM_STEP_RTOL:.0f} %)"]
+    if prediction is None:
+        return Feedback(exercise, ["no prediction yet: write your ratio in the cell above before you run this "
+                                   "cell, then run it again."], False, tests=tests)
+    value, problem = as_number(prediction)
+    if problem:
+        return Feedback(exercise, [f"your prediction is {str(problem).removeprefix('returned ')}"], False,
+                        tests=tests)
+    off = abs(value - measured) / measured
+    if off <= ADAM_STEP_RTOL:
+        return Feedback(exercise, [f"your prediction, {value:.3g}, is within {100 * off:.0f} % of the measured "
+                                   f"{measured:.3g}: the stream's growth does not cancel between {low} and "
+                                   f"{high} blocks."], True, tests=tests)
+    why = next((text for target, text in _adam_step_mistakes() if abs(value / target - 1) <= 0.03),
+               f"apply N ε (1 + ε²)^((N - 1)/2) with ε = 1/√N at {high} and at {low} blocks, and divide.")
+    return Feedback(exercise, [f"your prediction, {value:.3g}, is more than {100 * ADAM_STEP_RTOL:.0f} % off "
+                               f"the measurement: {why}"], False, tests=tests)
