@@ -596,8 +596,8 @@ def check_adam_beta_power(prediction, measured: float | None = None) -> Feedback
 
 
 ADAM_STEP_DEPTHS = (2, 64)
-"""The depths of the Adam-step prediction (section 5): the loss change of Adam's first step at
-64 blocks over that at 2, for ``y = x + f(x)/√N``."""
+"""The depths of the Adam-step prediction of section 5, which asks for the loss change of Adam's
+first step at 64 blocks over that at 2, for ``y = x + f(x)/√N``."""
 ADAM_STEP_RTOL = 0.10
 """How far (relative) the prediction may be from the measurement. Over seeds 0-39 the measured
 ratio (eight nets per depth) ranged from 7.27 to 8.05 around the theory's 7.53, so the model

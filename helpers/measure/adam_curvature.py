@@ -33,7 +33,7 @@ from .._checks import non_empty, real_number
 from .curvature import hessian_vector_product
 
 LANCZOS_VECTORS = 8
-"""The Lanczos basis's size: for most nets of chapter 5 the largest eigenvalue has converged to
+"""The Lanczos basis's size. For most nets of chapter 5 the largest eigenvalue has converged to
 ``tol`` after its first nine Hessian-vector products, for the others after one restart (the
 same value to five digits as with 20 vectors)."""
 
