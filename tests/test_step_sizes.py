@@ -57,9 +57,9 @@ def test_model_updates_cover_the_grid_on_shared_nets():
         depth_slope(updates[:4], "post", "sgd")
 
 
-def test_top_hessian_eigenvalue_of_a_quadratic_is_known():
-    """L = ½ Σ a_i w_i² has the Hessian diag(a): power iteration finds the a of largest magnitude."""
-    from helpers.measure.curvature import hessian_vector_product, top_hessian_eigenvalue
+def test_a_hessian_vector_product_of_a_quadratic_is_known():
+    """L = ½ Σ a_i w_i² has the Hessian diag(a), so H·1 = a."""
+    from helpers.measure.curvature import hessian_vector_product
 
     layer = nn.Linear(4, 1, bias=False)
     a = torch.tensor([[0.5, -3.0, 1.0, 2.0]])
@@ -67,23 +67,5 @@ def test_top_hessian_eigenvalue_of_a_quadratic_is_known():
     def loss(m):
         return 0.5 * (a * m.weight ** 2).sum()
 
-    value = top_hessian_eigenvalue(layer, loss, [layer.weight], iters=200, generator=torch.Generator().manual_seed(0))
-    assert value == pytest.approx(-3.0, rel=1e-3)
     [hv] = hessian_vector_product(loss, layer, [layer.weight], [torch.ones(1, 4)])
     assert torch.allclose(hv, a)
-    with pytest.raises(TypeError, match="generator"):
-        top_hessian_eigenvalue(layer, loss, [layer.weight], generator=1)
-    with pytest.raises(ValueError, match="iters"):
-        top_hessian_eigenvalue(layer, loss, [layer.weight], iters=0)
-    with pytest.raises(ValueError, match="params"):
-        top_hessian_eigenvalue(layer, loss, [])
-
-
-def test_sharpness_at_init_measures_each_architecture():
-    from helpers.experiments.step_sizes import sharpness_at_init
-
-    result = sharpness_at_init(2, seed=0, n_nets=1, iters=3)
-    assert [s.architecture for s in result] == ["post", "deepnorm"]
-    assert all(s.values.shape == (1,) and s.typical > 0 for s in result)
-    with pytest.raises(ValueError, match="architectures"):
-        sharpness_at_init(2, ("pre",))

@@ -21,9 +21,6 @@ its move reaches the output through the same factor again: each of the ``2N`` su
 ``2N · 2 beta² / alpha² = 1``, does not depend on the depth. Under Adam every weight moves by
 about the learning rate whatever its gradient, only one factor ``beta / alpha`` is left, and
 the total ``2N · 2 beta / alpha = 2 sqrt(N)`` grows with the depth.
-
-:func:`sharpness_at_init` measures the article's "unsmooth landscape" directly: the largest
-eigenvalue, in magnitude, of the loss's Hessian at initialisation, Post-LN against DeepNorm.
 """
 
 from __future__ import annotations
@@ -33,16 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.stats import gmean
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .._checks import choice, non_empty, positive_int
 from ..data import sequence_task
-from ..measure.curvature import top_hessian_eigenvalue
 from ..measure.increments import OPTIMIZERS
 from ..measure.output_update import output_changes
 from ..models.transformer import SequenceTransformer
 from ..parallel import one_thread
-from ..seeding import generator, seeds_of_run
+from ..seeding import seeds_of_run
 from .deepnorm import make_net
 from .norm_order import token_loss
 from .transformer_depth import SIZE, TASK, evaluation_set
@@ -139,46 +134,3 @@ def depth_slope(updates: list[ModelUpdate], architecture: str, optimizer: str, w
     depths = np.log([u.depth for u in rows])
     values = np.log([getattr(u, what) for u in rows])
     return float(np.polyfit(depths, values, 1)[0])
-
-
-@dataclass(frozen=True)
-class Sharpness:
-    """The Hessian's largest eigenvalue in magnitude, ``|λ|_max``, of the training loss at
-    initialisation with respect to the sublayers' parameters, one entry per net."""
-
-    architecture: str
-    depth: int
-    values: np.ndarray
-
-    @property
-    def label(self) -> str:
-        return ARCHITECTURES[self.architecture]
-
-    @property
-    def typical(self) -> float:
-        """The geometric mean over the nets."""
-        return float(gmean(self.values))
-
-
-def sharpness_at_init(depth: int = 24, architectures=tuple(ARCHITECTURES), *, seed: int = 0, n_nets: int = 1,
-                      iters: int = 10, batch: int = 32) -> list[Sharpness]:
-    """``|λ|_max`` of the Hessian of the cross-entropy on ``batch`` random reversal sequences
-    (drawn from ``seed``) at initialisation, for ``n_nets`` nets of each architecture at
-    ``depth`` layers (the nets of :func:`model_updates`), by ``iters`` steps of power iteration
-    (:func:`helpers.measure.curvature.top_hessian_eigenvalue`). Attention runs on PyTorch's
-    plain ("math") kernel, the one with second derivatives."""
-    depth, n_nets = positive_int("depth", depth), positive_int("n_nets", n_nets)
-    architectures = [choice("architectures[i]", a, ARCHITECTURES) for a in non_empty("architectures", architectures)]
-    tokens, targets = sequence_task(TASK, positive_int("batch", batch), SIZE["length"], SIZE["vocab"], seed=seed)
-    nets = [NET_SEEDS + s for s in seeds_of_run(seed, n_nets)]
-    out = []
-    with one_thread(), sdpa_kernel(SDPBackend.MATH):
-        for architecture in architectures:
-            values = []
-            for s in nets:
-                net = make_net(architecture, depth, s)
-                value = top_hessian_eigenvalue(net, lambda m: token_loss(m(tokens), targets), sublayer_parameters(net),
-                                               iters=iters, generator=generator(s))
-                values.append(abs(value))
-            out.append(Sharpness(architecture, depth, np.array(values)))
-    return out

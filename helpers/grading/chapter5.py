@@ -1,8 +1,7 @@
 """Checkers for the exercises of chapter 5: DeepNorm's constants and initialisation, by hand
 (:func:`check_deepnorm`), which gains the prediction of a ReLU chain's second moment accepts
-(:func:`chain_gain_problem`), the power of the depth in ``beta`` that holds Adam's first
-update still (:func:`check_adam_beta_power`), and the prediction of Adam's first step at 64
-blocks against 2 (:func:`check_adam_step_prediction`).
+(:func:`chain_gain_problem`), and the prediction of Adam's first step at 64 blocks against 2
+(:func:`check_adam_step_prediction`).
 
 The learner writes ``fn(model)``, which turns a Post-LN
 :class:`~helpers.models.transformer.SequenceTransformer` of ``N = len(model.layers)`` layers
@@ -545,54 +544,6 @@ def chain_gain_problem(gain) -> str | None:
                 f"least {HE_GAIN_MARGIN} away from 2 (1.5 or 2.5, say), so that your prediction tests the "
                 "per-layer factor.")
     return None
-
-
-ADAM_POWER = 0.75
-"""The power ``b`` in DeepNorm's ``beta ∝ N^(-b)`` that holds Adam's first update still, with
-``alpha = (2N)^(1/4)`` kept: the update sums ``2N`` shares of about ``beta / alpha``, so
-``beta / alpha`` must fall like ``1/N``."""
-_ADAM_POWER_TOL = 0.05
-_ADAM_POWER_MISTAKES = (
-    (0.25, "that is DeepNorm's own power. It holds SGD's sum 2N·2β²/α² still, where a weight's move "
-           "carries β/α and its effect on the output β/α again; under Adam every weight moves by about "
-           "η whatever its gradient, so only one factor β/α is left, and 2N·2β/α still grows like √N."),
-    (1.0, "that makes β itself fall like 1/N, but α = (2N)^(1/4) grows with the depth too and divides "
-          "every branch's contribution: it is β/α that must fall like 1/N, so β ∝ N^(1/4)/N."),
-    (0.5, "with β ∝ N^(-1/2), β/α falls like N^(-3/4), and 2N such shares still add up to a growth like "
-          "N^(1/4). Count the powers of N in 2N·2β/α once more."),
-    (1.25, "that divides by α one time too many: β/α ∝ 1/N means β ∝ α/N = N^(1/4)/N."),
-)
-
-
-def check_adam_beta_power(prediction, measured: float | None = None) -> Feedback:
-    """Check a prediction of the power ``b`` in ``beta ∝ N^(-b)`` that holds Adam's first update
-    still when DeepNorm's ``alpha = (2N)^(1/4)`` is kept (:data:`ADAM_POWER`, within 0.05),
-    naming the usual mistakes; ``measured`` (optional) is the power at which the page's
-    measurement is flat, quoted in the feedback."""
-    exercise = "Predict the power of N in β for Adam"
-    tests = [f"your power b against the bookkeeping's {ADAM_POWER} (within {_ADAM_POWER_TOL})"]
-    if measured is not None:
-        measured, problem = as_number(measured)
-        if problem:
-            raise TypeError(f"measured must be one finite number or None: it {problem}")
-    if prediction is None:
-        return Feedback(exercise, ["no prediction yet: write your power b in the cell above, then run this "
-                                   "cell again."], False, tests=tests)
-    value, problem = as_number(prediction)
-    if problem:
-        return Feedback(exercise, [f"your prediction is {str(problem).removeprefix('returned ')}"], False,
-                        tests=tests)
-    after = "" if measured is None else f" This page's measurement puts the flat point at b = {measured:.2f}."
-    if abs(value - ADAM_POWER) <= _ADAM_POWER_TOL:
-        return Feedback(exercise, [f"b = {value:g}: β/α ∝ N^(1/4 - b) = 1/N, and the 2N shares of about "
-                                   f"2β/α add up to a constant.{after}"], True, tests=tests)
-    if value < 0:
-        return Feedback(exercise, [f"b = {value:g} makes β grow with the depth; β ∝ N^(-b) must shrink, so "
-                                   f"b is positive.{after}"], False, tests=tests)
-    why = next((text for power, text in _ADAM_POWER_MISTAKES if abs(value - power) <= _ADAM_POWER_TOL),
-               "write the update as 2N · 2β/α with α = (2N)^(1/4) and β ∝ N^(-b), and choose b so that the "
-               "powers of N cancel.")
-    return Feedback(exercise, [f"b = {value:g}: {why}{after}"], False, tests=tests)
 
 
 ADAM_STEP_DEPTHS = (2, 64)
