@@ -293,7 +293,7 @@ class Inventory:
 
     sources: dict[int, str]
     claims: list[SourceClaim]
-    root: Path = field(default_factory=lambda: INVENTORY.parent.parent)  # the book's folder (``page`` is under it)
+    root: Path = ROOT_OF_BOOK  # the book's folder (``page`` is under it)
 
 
 _FIELDS = {"id", "source", "claim", "status", "ledger", "related", "verdict", "caveat", "why", "page", "note"}
@@ -796,7 +796,6 @@ def _anchor_claim_cells(app, doctree) -> None:
             std.labels[label] = (app.env.docname, label, f"claim {meta['id']}")
 
 
-MARKER = "% claims-ledger"
 _MARKER_LINE = re.compile(r"^% claims-ledger(?: chapter (\d+))?\b.*$", re.M)
 
 
