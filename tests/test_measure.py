@@ -12,6 +12,7 @@ from helpers.measure import (
     path_length_counts,
     per_layer_factor,
     random_lesions,
+    recomputed_statistics,
     single_block_lesions,
 )
 from helpers.models import Block, DeepMLP
@@ -107,6 +108,36 @@ def test_lesions():
     assert random_lesions(model, x, y, k=2, n_draws=4).shape == (4,)
     with pytest.raises(ValueError, match="k"):
         random_lesions(model, x, y, k=4)
+
+
+def test_recomputed_statistics_are_those_of_the_stream_with_the_blocks_deleted():
+    torch.manual_seed(0)
+    model = DeepMLP(8, 8, kind="residual", norm="batch", order="pre").eval()
+    x = torch.randn(64, 64)
+    before = copy.deepcopy(model.state_dict())
+    fresh = recomputed_statistics(model, x, skip=[1])
+    # the original keeps its statistics; the copy is in eval mode
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert not fresh.training
+    # what each BatchNorm receives in a training-mode pass of x with block 1 deleted
+    probe = copy.deepcopy(model).train()
+    seen = {}
+
+    def record(name):
+        def hook(module, inputs, output):
+            seen[name] = inputs[0].detach().clone()
+        return hook
+
+    for name, m in probe.named_modules():
+        if isinstance(m, nn.BatchNorm1d):
+            m.register_forward_hook(record(name))
+    with torch.no_grad():
+        probe(x, skip=[1])
+    norms = dict(fresh.named_modules())
+    assert seen and not any(name.startswith("blocks.1.") for name in seen)  # the deleted block's see nothing
+    for name, inputs in seen.items():
+        torch.testing.assert_close(norms[name].running_mean, inputs.mean(0))
+        torch.testing.assert_close(norms[name].running_var, inputs.var(0, unbiased=True))
 
 
 # --- loss landscape ---------------------------------------------------------------------

@@ -21,16 +21,17 @@ from torch import nn
 from .._checks import positive_int
 
 
-def freeze_batch_statistics(net: nn.Module, x: torch.Tensor) -> nn.Module:
+def freeze_batch_statistics(net: nn.Module, x: torch.Tensor, **forward) -> nn.Module:
     """Set every BatchNorm of ``net`` to normalise with the statistics of the batch ``x``
-    (its mean and variance measured in one forward pass), then put ``net`` in eval mode."""
+    (its mean and variance measured in one forward pass, ``net(x, **forward)``), then put
+    ``net`` in eval mode."""
     norms = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
     for m in norms:
         m.reset_running_stats()
         m.momentum = None  # a cumulative average: after one batch, that batch's statistics
     net.train()
     with torch.no_grad():
-        net(x)
+        net(x, **forward)
     return net.eval()
 
 
