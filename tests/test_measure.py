@@ -12,9 +12,9 @@ from helpers.measure import (
     path_length_counts,
     per_layer_factor,
     random_lesions,
-    recomputed_statistics,
     single_block_lesions,
 )
+from helpers.measure.batch_statistics import recomputed_statistics
 from helpers.models import Block, DeepMLP
 
 

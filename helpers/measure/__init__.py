@@ -21,7 +21,7 @@ _EXPORTS = {
     "jacobian": ("jacobian_singular_values",),
     "landscape": ("filter_normalised_direction", "loss_slice_1d", "loss_surface_2d", "sharpness"),
     "layer_agreement": ("agreement_with_pytorch",),
-    "lesion": ("error_rate", "random_lesions", "recomputed_statistics", "single_block_lesions"),
+    "lesion": ("error_rate", "random_lesions", "single_block_lesions"),
     "moments": (
         "ChainMoments", "block_gradient_rms", "chain_moments", "chain_second_moments", "gain_problem",
         "predicted_moments", "relu_chain_growth", "width_profile"

@@ -7,14 +7,11 @@ the other paths intact; for a plain net it removes a link of the only path.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import torch
 
 from .._checks import positive_int
 from ..seeding import generator
-from .shattering import freeze_batch_statistics
 
 
 @torch.no_grad()
@@ -26,17 +23,6 @@ def error_rate(model, x: torch.Tensor, y: torch.Tensor, skip=()) -> float:
         return float((model(x, skip=skip).argmax(dim=1) != y).float().mean())
     finally:
         model.train(was_training)
-
-
-def recomputed_statistics(model, x: torch.Tensor, skip=()):
-    """A copy of ``model`` (in eval mode) whose BatchNorm layers normalise with the
-    statistics of ``x`` passed through it with blocks ``skip`` deleted.
-
-    Deleting a block at test time changes what every later BatchNorm receives, while its
-    running statistics are still those of the intact net; this copy measures the net
-    without the block on its own statistics, as if they had been re-estimated after the
-    deletion."""
-    return freeze_batch_statistics(copy.deepcopy(model), x, skip=skip)
 
 
 def single_block_lesions(model, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
