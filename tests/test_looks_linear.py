@@ -64,6 +64,23 @@ def test_a_mirrored_net_is_linear_and_an_unmirrored_one_is_not():
     assert free.mirror_gap() == pytest.approx(math.sqrt(2), abs=0.1)
 
 
+def test_the_halves_are_orthogonal_with_he_row_norms():
+    """Balduzzi et al. draw A orthogonal; gain 1 gives each row of [A, -A] (and of [A, B]) squared
+    norm 2, what He initialisation gives on average to a row of 2 width inputs of variance 1 / width."""
+    with isolated(0):
+        free = CReLUChain(3, 16, in_features=5, out_features=3, norm="batch", mirrored=False)
+    mirrored = free.mirror()
+    for net in (free, mirrored):
+        for layer in (*net.hidden, net.head):
+            w = layer.weight.detach().double()
+            for half in (w[:, :16], w[:, 16:]):
+                rows = half.shape[0]
+                assert torch.allclose(half @ half.T, torch.eye(rows, dtype=torch.float64), atol=1e-5)
+            assert torch.allclose(w.pow(2).sum(1), torch.full((w.shape[0],), 2.0, dtype=torch.float64), atol=1e-5)
+    # the two halves of the unmirrored net are drawn independently, not mirrored
+    assert not torch.allclose(free.hidden[0].weight[:, 16:], -free.hidden[0].weight[:, :16], atol=1e-3)
+
+
 def test_with_batchnorm_the_looks_linear_gradient_is_one_value_on_the_grid():
     grads = gradients_on_line(8, width=32, seed=0)
     assert list(grads) == list(KINDS)

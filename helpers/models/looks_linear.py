@@ -17,10 +17,15 @@ CReLU is drawn as ``[A, -A]``, the right half the mirror image of the left, so t
 the whole net: its gradient with respect to the input is the same at every input, and
 cannot shatter. Training moves the two halves apart and the net becomes non-linear.
 
-Here the left half ``A`` is drawn as He initialisation does for a layer with ``2 width``
-inputs (variance ``1 / width``, zero biases): the same scale the unmirrored net gets, so
-that a mirrored net (:meth:`CReLUChain.mirror`) and the net it came from differ in the right
-halves only. (Balduzzi et al. draw ``A`` orthogonal.) A hidden layer has ``2 width^2``
+Here, as in Balduzzi et al., the left half ``A`` of each such matrix is drawn orthogonal
+(:func:`torch.nn.init.orthogonal_`, gain 1: orthonormal rows), with zero biases. A row of
+``[A, -A]`` then has squared norm 2, what He initialisation gives on average to a row of a
+layer with ``2 width`` inputs (``2 width`` weights of variance ``1 / width``). The unmirrored
+net keeps the same ``A`` and draws its right half ``B`` as an independent orthogonal matrix
+(rows of squared norm 2 again), so that a mirrored net (:meth:`CReLUChain.mirror`) and the net
+it came from differ in the right halves only. A product of 50 Gaussian matrices is badly
+conditioned; a product of orthogonal ones is not. The stem reads no CReLU and keeps He
+initialisation. A hidden layer has ``2 width^2``
 weights against a ReLU chain's ``width^2``: at ``width`` = 45 a CReLU chain has about as
 many parameters as a ReLU chain of 64 units (:func:`matched_width`).
 """
@@ -59,8 +64,8 @@ class CReLUChain(nn.Module):
     """Stem, ``layers`` CReLU layers, head, without skips (see the module docstring).
 
     ``mirrored=True`` (the default) gives Balduzzi et al.'s looks-linear initialisation;
-    ``mirrored=False`` draws both halves of every weight matrix independently (He
-    initialisation for ``2 width`` inputs), a net that is non-linear from the start.
+    ``mirrored=False`` draws both halves of every weight matrix that reads a CReLU as
+    independent orthogonal matrices, a net that is non-linear from the start.
     """
 
     def __init__(self, layers: int, width: int = 64, *, in_features: int = 64, out_features: int = 10,
@@ -76,8 +81,12 @@ class CReLUChain(nn.Module):
         self.norms = nn.ModuleList(_norm(norm, width) for _ in range(layers))
         self.head_norm = _norm(norm, width)
         self.head = Linear(2 * width, positive_int("out_features", out_features))
+        nn.init.kaiming_normal_(self.stem.weight, nonlinearity="relu")  # Var W = 2 / fan_in
+        with torch.no_grad():
+            for layer in (*self.hidden, self.head):  # [A, B], A and B orthogonal (module docstring)
+                for half in (slice(None, width), slice(width, None)):
+                    layer.weight[:, half] = nn.init.orthogonal_(torch.empty(layer.out_features, width))
         for layer in (self.stem, *self.hidden, self.head):
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")  # Var W = 2 / fan_in
             nn.init.zeros_(layer.bias)
         self.mirrored = False
         if mirrored:
