@@ -1,7 +1,8 @@
 """Checkers for the exercises of chapter 5: DeepNorm's constants and initialisation, by hand
 (:func:`check_deepnorm`), which gains the prediction of a ReLU chain's second moment accepts
-(:func:`chain_gain_problem`), and the prediction of Adam's first step at 64 blocks against 2
-(:func:`check_adam_step_prediction`).
+(:func:`chain_gain_problem`), the power of the depth in ``beta`` that holds Adam's first
+update still (:func:`check_adam_beta_power`), and the prediction of Adam's first step at 64
+blocks against 2 (:func:`check_adam_step_prediction`).
 
 The learner writes ``fn(model)``, which turns a Post-LN
 :class:`~helpers.models.transformer.SequenceTransformer` of ``N = len(model.layers)`` layers
@@ -546,6 +547,66 @@ def chain_gain_problem(gain) -> str | None:
     return None
 
 
+ADAM_POWER = 0.75
+"""The power ``b`` in DeepNorm's ``beta ∝ N^(-b)`` that holds Adam's first update still, with
+``alpha = (2N)^(1/4)`` kept: the update sums ``2N`` shares of about ``beta / alpha``, so
+``beta / alpha`` must fall like ``1/N``."""
+_ADAM_POWER_TOL = 0.05
+_ADAM_POWER_MISTAKES = (
+    (0.25, "that is DeepNorm's own power. It holds SGD's sum 2N·2β²/α² still, where a weight's move "
+           "carries β/α and its effect on the output β/α again; under Adam every weight moves by about "
+           "η whatever its gradient, so only one factor β/α is left, and 2N·2β/α still grows like √N."),
+    (1.0, "that makes β itself fall like 1/N, but α = (2N)^(1/4) grows with the depth too and divides "
+          "every branch's contribution: count its power of N as well."),
+    (0.5, "with β ∝ N^(-1/2), β/α falls like N^(-3/4), and 2N such shares still add up to a growth like "
+          "N^(1/4). Count the powers of N in 2N·2β/α once more."),
+    (1.25, "that divides by α one time too many: each share of the update carries β/α once."),
+)
+
+
+def _read_prediction(exercise: str, prediction, tests: list[str], what: str) -> tuple[float | None, Feedback | None]:
+    """``(value, None)`` for a prediction that is one finite number, else ``(None, feedback)``
+    saying what is wrong with it (none yet; text, NaN, an array...); ``what`` names it
+    ("your power b")."""
+    if prediction is None:
+        return None, Feedback(exercise, [f"no prediction yet: write {what} in the cell above before you run this "
+                                         "cell, then run it again."], False, tests=tests)
+    value, problem = as_number(prediction)
+    if problem:
+        return None, Feedback(exercise, [f"your prediction is {str(problem).removeprefix('returned ')}"], False,
+                              tests=tests)
+    return value, None
+
+
+def check_adam_beta_power(prediction, measured: float | None = None) -> Feedback:
+    """Check a prediction of the power ``b`` in ``beta ∝ N^(-b)`` that holds Adam's first update
+    still when DeepNorm's ``alpha = (2N)^(1/4)`` is kept (:data:`ADAM_POWER`, within 0.05),
+    naming the usual mistakes (DeepNorm's own 1/4, SGD's count; 1, which forgets ``alpha``; ...).
+    ``measured`` (optional) is the power at which the page's measurement is flat; it is quoted
+    only to a prediction that passes, so that a wrong one cannot be corrected by copying it.
+    A bad ``measured`` raises ``TypeError``."""
+    exercise = "Predict the power of N in β for Adam"
+    tests = [f"your power b against the one the bookkeeping derives (within {_ADAM_POWER_TOL})"]
+    if measured is not None:
+        measured, problem = as_number(measured)
+        if problem:
+            raise TypeError(f"measured must be one finite number or None: it {problem}")
+    value, feedback = _read_prediction(exercise, prediction, tests, "your power b")
+    if feedback is not None:
+        return feedback
+    if abs(value - ADAM_POWER) <= _ADAM_POWER_TOL:
+        after = "" if measured is None else f" This page's measurement puts the flat point at b = {measured:.2f}."
+        return Feedback(exercise, [f"b = {value:g}: β/α ∝ N^(1/4 - b) = 1/N, and the 2N shares of about "
+                                   f"2β/α add up to a constant.{after}"], True, tests=tests)
+    if value < 0:
+        return Feedback(exercise, [f"b = {value:g} makes β grow with the depth; β ∝ N^(-b) must shrink, so "
+                                   "b is positive."], False, tests=tests)
+    why = next((text for power, text in _ADAM_POWER_MISTAKES if abs(value - power) <= _ADAM_POWER_TOL),
+               "write the update as 2N · 2β/α with α = (2N)^(1/4) and β ∝ N^(-b), and choose b so that the "
+               "powers of N cancel.")
+    return Feedback(exercise, [f"b = {value:g}: {why}"], False, tests=tests)
+
+
 ADAM_STEP_DEPTHS = (2, 64)
 """The depths of the Adam-step prediction of section 5, which asks for the loss change of Adam's
 first step at 64 blocks over that at 2, for ``y = x + f(x)/√N``."""
@@ -607,13 +668,9 @@ def check_adam_step_prediction(prediction, measured) -> Feedback:
     if measured <= 0:
         raise ValueError(f"measured must be a ratio > 0, got {measured}")
     tests = [f"your ratio against the measurement this cell makes (within {100 * ADAM_STEP_RTOL:.0f} %)"]
-    if prediction is None:
-        return Feedback(exercise, ["no prediction yet: write your ratio in the cell above before you run this "
-                                   "cell, then run it again."], False, tests=tests)
-    value, problem = as_number(prediction)
-    if problem:
-        return Feedback(exercise, [f"your prediction is {str(problem).removeprefix('returned ')}"], False,
-                        tests=tests)
+    value, feedback = _read_prediction(exercise, prediction, tests, "your ratio")
+    if feedback is not None:
+        return feedback
     off = abs(value - measured) / measured
     if off <= ADAM_STEP_RTOL:
         return Feedback(exercise, [f"your prediction, {value:.3g}, is within {100 * off:.0f} % of the measured "
