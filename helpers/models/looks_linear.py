@@ -18,7 +18,7 @@ the whole net: its gradient with respect to the input is the same at every input
 cannot shatter. Training moves the two halves apart and the net becomes non-linear.
 
 Here, as in Balduzzi et al., the left half ``A`` of each such matrix is drawn orthogonal
-(:func:`torch.nn.init.orthogonal_`, gain 1: orthonormal rows), with zero biases. A row of
+(``torch.nn.init.orthogonal_``, gain 1: orthonormal rows), with zero biases. A row of
 ``[A, -A]`` then has squared norm 2, what He initialisation gives on average to a row of a
 layer with ``2 width`` inputs (``2 width`` weights of variance ``1 / width``). The unmirrored
 net keeps the same ``A`` and draws its right half ``B`` as an independent orthogonal matrix
