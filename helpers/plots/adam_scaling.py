@@ -38,7 +38,7 @@ def update_by_depth_panels(updates, *, title: str):
     smallest depth, one line per design (geometric means over the nets): left the step on every
     sublayer parameter but the biases of ``W_o`` and ``W_2``, right on every sublayer
     parameter; the grey dotted line is flat. Log-log axes."""
-    fig, axes = new_figure(2, width=7.4, height=4.2, sharey=True)
+    fig, axes = new_figure(2, width=7.0, height=4.2, sharey=True)
     depths = sorted({u.depth for u in updates})
     for ax, part in zip(axes, ("no stream biases", "all")):
         with house_style():
