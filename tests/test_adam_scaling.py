@@ -180,8 +180,33 @@ def test_train_rules_and_admin_profile_run_small():
     assert np.all(profile.omegas[:, 0] == 1.0) and profile.alpha == pytest.approx(6 ** 0.25)
     # omega's square accumulates the input's variance and the branches' (the LayerNorms' outputs have variance ~1)
     assert np.allclose(profile.omegas[:, 1] ** 2, profile.input_var + profile.branch_var[:, 0], rtol=1e-6)
-    fig = plots.admin_omegas_figure(profile, title="t")
+    fairseq = experiment.admin_profile(3, init="fairseq", seed=1, n_nets=2, batch=4)
+    assert fairseq.init == "fairseq" and np.array_equal(fairseq.input_var, profile.input_var), "the same nets"
+    # fairseq's Xavier draw gives larger branches than PyTorch's defaults, so omega climbs faster
+    assert fairseq.branch_var.mean() > profile.branch_var.mean()
+    assert np.all(fairseq.omegas[:, -1] > profile.omegas[:, -1])
+    with pytest.raises(ValueError, match="init"):
+        experiment.admin_profile(3, init="xavier")
+    fig = plots.admin_omegas_figure([profile, fairseq], title="t")
+    assert len(fig.axes[0].get_legend().get_texts()) == 4
     plt.close(fig)
+
+
+def test_fairseq_init_draws_the_sublayers_as_admins_code_does():
+    from helpers.models.adam_scaling import fairseq_init_
+    from helpers.models.transformer import SequenceTransformer
+
+    net = SequenceTransformer(vocab=8, length=8, d_model=64, n_heads=2, d_ff=256, n_layers=2, norm_position="post")
+    embed = net.embed.weight.clone()
+    fairseq_init_(net, generator=torch.Generator().manual_seed(0))
+    layer = net.layers[1]
+    w_q = layer.self_attn.in_proj_weight[:64]
+    assert w_q.var().item() == pytest.approx(0.5 * 2 / 128, rel=0.1)  # Xavier, gain 1/sqrt(2)
+    assert layer.linear1.weight.var().item() == pytest.approx(2 / (64 + 256), rel=0.1)
+    assert not layer.linear2.bias.any() and not layer.self_attn.in_proj_bias.any()
+    assert torch.equal(net.embed.weight, embed), "the embeddings keep their draw"
+    with pytest.raises(TypeError, match="model"):
+        fairseq_init_(torch.nn.Linear(2, 2))
 
 
 @pytest.mark.parametrize("prediction, passed, says", [

@@ -22,13 +22,15 @@ so the designs differ in the power ``b`` (:func:`helpers.models.adam_scaling.bet
   (``helpers.experiments.deepnorm.FULL_RATE``, 0.005), as in section 4.
 * :func:`admin_profile`: Admin's profiled skip weights ``omega_i``
   (:func:`helpers.models.adam_scaling.admin_omegas`) for Post-LN stacks, beside DeepNorm's
-  closed-form ``alpha``.
+  closed-form ``alpha``, with the branches drawn by PyTorch's defaults (as every net of the
+  course) or as Admin's fairseq code draws them (:data:`INITS`).
 
 Every net is drawn from ``NET_SEEDS + s`` for the seeds ``s`` of
 :func:`helpers.seeding.seeds_of_run`, so that none is a net of another section, with an offset
 per experiment (:data:`OFFSETS`), so that the three experiments draw their own nets. In
 :func:`update_by_depth` the nets of one seed are the same draw for every power ``b`` (only
-``beta``'s factor differs): the powers are compared on twin nets.
+``beta``'s factor differs): the powers are compared on twin nets. In :func:`train_rules` net ``k``
+of every rule is drawn from the same seed and trains on the same batches.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from scipy.stats import gmean
 from .._checks import choice, non_empty, positive_int, real_number
 from ..data import sequence_task
 from ..measure.output_update import output_changes
-from ..models.adam_scaling import DEEPNORM_POWER, admin_profiling, beta_power_init_, tfixup_init_
+from ..models.adam_scaling import DEEPNORM_POWER, admin_profiling, beta_power_init_, fairseq_init_, tfixup_init_
 from ..models.transformer import SequenceTransformer, deepnorm_constants
 from ..parallel import one_thread, run_all
 from ..seeding import isolated, seeds_of_run
@@ -64,6 +66,9 @@ PARTS = ("no stream biases", "all")
 """The names of the two sets of parameters that one step moves, in order. The first is every
 parameter of the sublayers but the biases of ``W_o`` and ``W_2`` (:func:`stream_biases`), the
 second every parameter of the sublayers."""
+INITS = ("pytorch", "fairseq")
+"""How :func:`admin_profile` draws the branches: PyTorch's defaults, or as Admin's fairseq code
+does (:func:`helpers.models.adam_scaling.fairseq_init_`)."""
 NET_SEEDS = 900_000
 """Added to every seed of this module's nets and batches (module docstring)."""
 OFFSETS = {"update": 0, "train": 30_000, "admin": 60_000}
@@ -191,8 +196,8 @@ def train_rules(depth: int = 24, powers=(DEEPNORM_POWER, DERIVED_POWER), *, tfix
                 steps: int = 120, n_nets: int = 1) -> list[DesignRun]:
     """Train ``n_nets`` nets of each power in ``powers`` (and of T-Fixup with ``tfixup``) at
     ``depth`` layers for ``steps`` Adam steps at the full rate, batches of 32 reversal
-    sequences, no warm-up, each net from its own seed: the Post-LN nets as one stack,
-    T-Fixup's beside it on another core. Returns
+    sequences, no warm-up, net ``k`` of every rule drawn from the same seed and trained on the
+    same batches (paired): the Post-LN nets as one stack, T-Fixup's beside it on another core. Returns
     :class:`~helpers.experiments.deepnorm.DesignRun` s named by :func:`design_name`, the nets
     of each design together, in the order of ``powers`` then T-Fixup."""
     designs = [real_number("powers[i]", p, low=0.0) for p in non_empty("powers", powers)]
@@ -201,10 +206,10 @@ def train_rules(depth: int = 24, powers=(DEEPNORM_POWER, DERIVED_POWER), *, tfix
     if not isinstance(tfixup, bool):
         raise TypeError(f"tfixup must be a bool, got {type(tfixup).__name__}")
     depth, steps, n_nets = positive_int("depth", depth), positive_int("steps", steps), positive_int("n_nets", n_nets)
-    seeds = _seeds(seed, (len(designs) + 1) * n_nets, "train")  # the last n_nets: T-Fixup's, drawn or not
+    seeds = _seeds(seed, n_nets, "train")
     post = [d for d in designs for _ in range(n_nets)]
-    jobs = [dict(depth=depth, designs=post, seeds=seeds[:len(post)], steps=steps)]
-    jobs += [dict(depth=depth, designs=[TFIXUP] * n_nets, seeds=seeds[len(post):], steps=steps)] if tfixup else []
+    jobs = [dict(depth=depth, designs=post, seeds=seeds * len(designs), steps=steps)]
+    jobs += [dict(depth=depth, designs=[TFIXUP] * n_nets, seeds=seeds, steps=steps)] if tfixup else []
     return [r for stack in run_all(_train, jobs, description="rules") for r in stack]
 
 
@@ -214,9 +219,11 @@ class AdminProfile:
     ``omegas[k, i]`` is ``omega_(i+1)`` of net ``k`` (sublayer ``i + 1``, counted from the
     embeddings); ``branch_var[k, i]`` the variance of that sublayer's branch output in the
     profiling pass; ``input_var[k]`` the variance of the input (embedding plus position).
-    ``alpha`` is DeepNorm's ``(2N)^(1/4)`` for the same depth."""
+    ``alpha`` is DeepNorm's ``(2N)^(1/4)`` for the same depth; ``init`` how the branches were
+    drawn (:data:`INITS`)."""
 
     depth: int
+    init: str
     omegas: np.ndarray
     branch_var: np.ndarray
     input_var: np.ndarray
@@ -231,19 +238,25 @@ class AdminProfile:
         return self.omegas.mean(axis=0)
 
 
-def admin_profile(depth: int = 24, *, seed: int = 0, n_nets: int = 2, batch: int = 32) -> AdminProfile:
+def admin_profile(depth: int = 24, *, init: str = "pytorch", seed: int = 0, n_nets: int = 2,
+                  batch: int = 32) -> AdminProfile:
     """Admin's ``omega`` for ``n_nets`` Post-LN stacks of ``depth`` layers at initialisation
     (:func:`helpers.experiments.deepnorm.make_net`'s Post-LN nets, drawn from this module's
-    seeds), profiled on ``batch`` random reversal sequences drawn from ``seed``
-    (:func:`helpers.models.adam_scaling.admin_profiling`), with each branch's variance."""
-    depth, n_nets = positive_int("depth", depth), positive_int("n_nets", n_nets)
+    seeds, the same nets for either ``init``; with ``init="fairseq"`` their sublayers redrawn by
+    :func:`helpers.models.adam_scaling.fairseq_init_`), profiled on ``batch`` random reversal
+    sequences drawn from ``seed`` (:func:`helpers.models.adam_scaling.admin_profiling`), with
+    each branch's variance."""
+    depth, n_nets, init = positive_int("depth", depth), positive_int("n_nets", n_nets), choice("init", init, INITS)
     tokens, _ = sequence_task(TASK, positive_int("batch", batch), SIZE["length"], SIZE["vocab"], seed=seed)
     omegas, branch_var, input_var = [], [], []
     with one_thread(), torch.no_grad():
         for s in _seeds(seed, n_nets, "admin"):
             net = deepnorm_net("post", depth, s)
+            if init == "fairseq":
+                with isolated(s):
+                    fairseq_init_(net)
             w, variances = admin_profiling(net, tokens)
             omegas.append(w)
             branch_var.append(variances)
             input_var.append(float(net.embedding(tokens).double().var()))
-    return AdminProfile(depth, np.array(omegas), np.array(branch_var), np.array(input_var))
+    return AdminProfile(depth, init, np.array(omegas), np.array(branch_var), np.array(input_var))

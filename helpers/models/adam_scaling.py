@@ -24,7 +24,9 @@ of ``N`` layers (an attention and an FFN sublayer each):
   the sum before its LayerNorm (the official profiling code, over all entries of the batch), so
   that ``omega_i^2`` accumulates the variances of the input and of every branch below sublayer
   ``i``. :func:`admin_profiling` also returns each branch's variance; :func:`admin_forward` runs a
-  Post-LN stack with those weights, one per sublayer.
+  Post-LN stack with those weights, one per sublayer. The profile reads the branches' size, so
+  it depends on how they are drawn: :func:`fairseq_init_` draws them as Admin's own (fairseq)
+  code does, larger than PyTorch's defaults.
 """
 
 from __future__ import annotations
@@ -100,6 +102,28 @@ def tfixup_init_(model: SequenceTransformer, *, generator: torch.Generator | Non
             bias.zero_()
     model.embed.weight.mul_((9 * n) ** -0.25)
     model.position.mul_((9 * n) ** -0.25)
+    return model
+
+
+@torch.no_grad()
+def fairseq_init_(model: SequenceTransformer, *, generator: torch.Generator | None = None) -> SequenceTransformer:
+    """The sublayers drawn as fairseq draws them, the code Admin's profiling was written for, in
+    place: ``W_q``, ``W_k``, ``W_v`` Xavier uniform of gain ``1/sqrt(2)``, ``W_o``, ``W_1`` and
+    ``W_2`` Xavier uniform of gain 1, every bias of the layers 0. The embeddings, positions,
+    LayerNorms and head keep their draw. ``generator`` (default: PyTorch's global one) draws
+    the weights. Returns the model."""
+    if not isinstance(model, SequenceTransformer):
+        raise TypeError(f"model must be a SequenceTransformer, got {type(model).__name__}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    for layer in model.layers:
+        for w in layer.self_attn.in_proj_weight.split(layer.linear2.out_features):
+            nn.init.xavier_uniform_(w, 2 ** -0.5, generator=generator)
+        for linear in (layer.self_attn.out_proj, layer.linear1, layer.linear2):
+            nn.init.xavier_uniform_(linear.weight, generator=generator)
+        for bias in (layer.self_attn.in_proj_bias, layer.self_attn.out_proj.bias, layer.linear1.bias,
+                     layer.linear2.bias):
+            bias.zero_()
     return model
 
 

@@ -105,21 +105,25 @@ def rule_curves(runs, *, threshold: float, title: str):
     return fig
 
 
-def admin_omegas_figure(profile, *, title: str):
+def admin_omegas_figure(profiles, *, title: str):
     """Admin's profiled skip weight ``omega_i`` against the sublayer ``i`` (dots: single nets;
-    line: their mean) for one depth, beside DeepNorm's closed-form ``alpha`` (the same at every
-    sublayer) and Post-LN's skip weight 1."""
+    line: their mean), one colour per profile in ``profiles`` (the same depth, the branches
+    drawn another way), beside DeepNorm's closed-form ``alpha`` (the same at every sublayer)
+    and Post-LN's skip weight 1."""
     fig, ax = new_figure(width=6.8, height=4.0)
-    sublayers = np.arange(1, profile.omegas.shape[1] + 1)
+    first = profiles[0]
+    sublayers = np.arange(1, first.omegas.shape[1] + 1)
+    draws = {"pytorch": "PyTorch's default draw", "fairseq": "fairseq's Xavier draw"}
     with house_style():
-        for row in profile.omegas:
-            ax.plot(sublayers, row, linestyle="none", marker=".", color="0.3", alpha=0.5)
-        ax.plot(sublayers, profile.omega, color="0.2", label="Admin: ω profiled at initialisation")
-        ax.axhline(profile.alpha, color=OTHER_COLORS[0], linestyle="--",
-                   label=f"DeepNorm: α = (2N)^(1/4) = {profile.alpha:.2f}")
+        for profile, color in zip(profiles, ("0.2", OTHER_COLORS[1])):
+            for row in profile.omegas:
+                ax.plot(sublayers, row, linestyle="none", marker=".", color=color, alpha=0.5)
+            ax.plot(sublayers, profile.omega, color=color, label=f"Admin's ω, {draws[profile.init]}")
+        ax.axhline(first.alpha, color=OTHER_COLORS[0], linestyle="--",
+                   label=f"DeepNorm: α = (2N)^(1/4) = {first.alpha:.2f}")
         ax.axhline(1.0, color="0.6", linestyle=":", label="Post-LN: 1")
-        ax.set_ylim(0, max(profile.alpha, profile.omegas.max()) * 1.15)
+        ax.set_ylim(0, max(first.alpha, *(p.omegas.max() for p in profiles)) * 1.15)
         ax.legend(fontsize=10, loc="lower right")
-    finish(ax, title=title, xlabel=f"sublayer i (1 = next to the embeddings; {profile.depth} layers)",
+    finish(ax, title=title, xlabel=f"sublayer i (1 = next to the embeddings; {first.depth} layers)",
            ylabel="weight on the skip (ω or α)", legend=False)
     return fig
