@@ -23,6 +23,7 @@ from course_ledger import (
     Entry,
     Inventory,
     SourceClaim,
+    bound_problem,
     derived_verdict,
     inventory_table,
     ledger_markdown,
@@ -33,6 +34,7 @@ from course_ledger import (
     read_inventory,
     read_ledger,
     rows_without_an_entry,
+    spread_line,
     status_problems,
     unknown_ledger_ids,
     verdict_label,
@@ -327,6 +329,20 @@ def test_a_row_shows_its_numbers_spread_over_the_sweeps_seeds():
     text = ledger_markdown(entries, ROOT / "book" / "appendix" / "ledger_ch9.md", INVENTORY, 9, swept)
     assert "over 3 more seeds (the sweep): least 1.0 %, median 2.0 %, most 4.0 % · checked for seeds" in text
     assert text.count("more seeds (the sweep)") == 1  # 9.3's number, z, was not swept: no spread
+    bounded = {**number, "bound": [0.5, 5]}  # the nearest seed: 1.0, 0.5 above the low bound
+    assert spread_line([2.0, 1.0, 4.0], bounded).endswith("; nearest margin to the assert's bound 0.5 %: 0.5 %")
+    assert spread_line([2.0, 4.8], {**bounded, "bound": [None, 5]}).endswith("bound 5.0 %: 0.2 %")
+
+
+@pytest.mark.parametrize(("bound", "problem"), [
+    ([0.4, 1.1], None), ([None, 1.1], None), ([-0.35, 0.35], None),
+    ([0.4, 2], "[2] is not written"), ([None, None], "must be [low, high]"), ("0.4", "must be [low, high]"),
+    ([True, 1.1], "must be [low, high]"),
+])
+def test_a_numbers_bound_is_read_off_its_asserts(bound, problem):
+    asserts = ["0.4 < flat_power < 1.1", "abs(w) < 0.35 and z > 1e-3"]
+    found = bound_problem(bound, asserts)
+    assert found is None if problem is None else problem in found
 
 
 @pytest.mark.parametrize(("text", "line"), [

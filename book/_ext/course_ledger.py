@@ -152,6 +152,19 @@ def _asserts(source: str) -> list[str]:
     return [" ".join((ast.get_source_segment(source, n.test) or ast.unparse(n.test)).split()) for n in nodes]
 
 
+def bound_problem(bound, asserts: list[str]) -> str | None:
+    """What is wrong with a number's ``bound``, ``[low, high]`` (either ``None`` where the assert
+    sets no limit), the limits one of the row's ``asserts`` puts on the glued number itself;
+    None when nothing is. Each limit must be written in the assert (or be the negative of a
+    limit on an absolute value), so that a bound is read off the test, not typed beside it."""
+    if not (isinstance(bound, list) and len(bound) == 2 and any(b is not None for b in bound)
+            and all(b is None or (isinstance(b, (int, float)) and not isinstance(b, bool)) for b in bound)):
+        return f"must be [low, high], numbers or null, not both null; got {bound!r}"
+    written = {float(x) for a in asserts for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?", a)}
+    missing = [b for b in bound if b is not None and abs(float(b)) not in written]
+    return f"{missing} is not written in the row's asserts" if missing else None
+
+
 def _entries_of(meta) -> list[dict]:
     if meta is None:
         return []
@@ -204,6 +217,9 @@ def read_ledger(notebooks) -> list[Entry]:
                 elif len(metas) > 1:
                     _require(False, where, f"{meta['id']}: a cell with several entries must say which "
                              "asserts are whose ('asserts': [indices])")
+                if "bound" in number:
+                    _require(bound_problem(number["bound"], asserts) is None, where,
+                             f"{meta['id']}: number's bound {bound_problem(number['bound'], asserts)}")
                 entries.append(Entry(
                     id=str(meta["id"]), kind=meta["kind"], claim=meta["claim"], notebook=path, cell=index,
                     asserts=asserts, number=number, verdict=meta.get("verdict", ""),
@@ -730,10 +746,18 @@ def _swept_once(notebooks: tuple, root: Path) -> dict[tuple[Path, str], list[flo
 
 
 def spread_line(values: list[float], number: dict) -> str:
-    """``"over 9 more seeds (the sweep): least 1.2 %, median 3.4 %, most 5.6 %"``, in the number's format."""
+    """``"over 9 more seeds (the sweep): least 1.2 %, median 3.4 %, most 5.6 %"``, in the number's
+    format; with a ``bound`` (the assert's limits on the number), also the nearest seed's margin
+    to it: ``"; nearest margin 0.8 % (bound 0.5 %)"``."""
     fmt, unit = number.get("format", ""), number.get("unit", "")
     low, mid, high = (format(v, fmt) + unit for v in (min(values), statistics.median(values), max(values)))
-    return f"over {len(values)} more seeds (the sweep): least {low}, median {mid}, most {high}"
+    line = f"over {len(values)} more seeds (the sweep): least {low}, median {mid}, most {high}"
+    bound = number.get("bound")
+    if bound:
+        margin, limit = min((v - b if side == 0 else b - v, b) for v in values
+                            for side, b in enumerate(bound) if b is not None)
+        line += f"; nearest margin to the assert's bound {format(limit, fmt)}{unit}: {format(margin, fmt)}{unit}"
+    return line
 
 
 def _row_lines(e: Entry, kind: str, page: Path, backlinks: dict[str, list[SourceClaim]],
