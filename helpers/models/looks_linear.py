@@ -26,7 +26,7 @@ net keeps the same ``A`` and draws its right half ``B`` as an independent orthog
 it came from differ in the right halves only. A product of 50 Gaussian matrices is badly
 conditioned; a product of orthogonal ones is not. The stem reads no CReLU and keeps He
 initialisation. A hidden layer has ``2 width^2``
-weights against a ReLU chain's ``width^2``: at ``width`` = 45 a CReLU chain has about as
+weights against a ReLU chain's ``width^2``: at ``width`` = 46 a CReLU chain has about as
 many parameters as a ReLU chain of 64 units (:func:`matched_width`).
 """
 
