@@ -14,10 +14,12 @@ of ``N`` layers (an attention and an FFN sublayer each):
   ``beta`` would change only the level of every curve against ``N``, not its slope.
 * :func:`tfixup_init_`: T-Fixup (Huang et al. 2020) for an encoder, on a stack without
   LayerNorm (``norm_position="none"``, ``x = x + G(x)``): every weight Xavier normal, ``W_v``,
-  ``W_o`` and both FFN weights of gain ``0.67 N^(-1/4)``, every bias of the layers 0 (as
-  fairseq initialises them), and the input (token embedding plus position) multiplied by
-  ``(9N)^(-1/4)``, as the official code does to the token embeddings. The official code draws
-  Xavier uniform (fairseq's default); the normal draw here has the same variance.
+  ``W_o`` and both FFN weights of gain ``0.67 N^(-1/4)``, every bias of the layers 0, and the
+  input (token embedding plus position) multiplied by ``(9N)^(-1/4)``, as the official code
+  does to the token embeddings. The official code draws Xavier uniform (fairseq's default; the
+  normal draw here has the same variance), ``W_q`` and ``W_k`` at gain ``1/sqrt(2)``, keeps
+  PyTorch's default draw for the query, key and value biases, and has fixed sinusoidal
+  positions, which it does not scale.
 * :func:`admin_omegas`: Admin (Liu et al. 2020) keeps the Post-LN layer and weights each skip,
   ``x = LN(omega_i x + f_i(x))``, with an ``omega_i`` profiled on one batch at initialisation:
   ``omega_1 = 1`` and ``omega_(i+1)^2 = Var[omega_i x_i] + Var[f_i(x_i)]``, the variance of
