@@ -345,6 +345,11 @@ def test_a_numbers_bound_is_read_off_its_asserts(bound, problem):
     assert found is None if problem is None else problem in found
 
 
+def test_a_bound_in_percent_is_read_off_an_assert_on_the_fraction():
+    assert bound_problem([30, None], ["gap > 0.3"], scale=100) is None
+    assert "[3] is not written" in bound_problem([3, None], ["gap > 0.3"], scale=100)
+
+
 @pytest.mark.parametrize(("text", "line"), [
     ("one recipe (SGD, rate 0.05); the next section sweeps it.", "one recipe (SGD, rate 0.05)"),
     ("He et al. write so. Then more.", "He et al. write so"),

@@ -152,16 +152,18 @@ def _asserts(source: str) -> list[str]:
     return [" ".join((ast.get_source_segment(source, n.test) or ast.unparse(n.test)).split()) for n in nodes]
 
 
-def bound_problem(bound, asserts: list[str]) -> str | None:
+def bound_problem(bound, asserts: list[str], scale: float = 1) -> str | None:
     """What is wrong with a number's ``bound``, ``[low, high]`` (either ``None`` where the assert
-    sets no limit), the limits one of the row's ``asserts`` puts on the glued number itself;
-    None when nothing is. Each limit must be written in the assert (or be the negative of a
-    limit on an absolute value), so that a bound is read off the test, not typed beside it."""
+    sets no limit), the limits one of the row's ``asserts`` puts on the glued number itself, in
+    the glued number's units (``scale``: the glued number is the asserted one times ``scale``,
+    as a percentage glued for a fraction); None when nothing is. Each limit divided by ``scale``
+    must be written in the assert (or be the negative of a limit on an absolute value), so that
+    a bound is read off the test, not typed beside it."""
     if not (isinstance(bound, list) and len(bound) == 2 and any(b is not None for b in bound)
             and all(b is None or (isinstance(b, (int, float)) and not isinstance(b, bool)) for b in bound)):
         return f"must be [low, high], numbers or null, not both null; got {bound!r}"
     written = {float(x) for a in asserts for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?", a)}
-    missing = [b for b in bound if b is not None and abs(float(b)) not in written]
+    missing = [b for b in bound if b is not None and not any(abs(abs(float(b)) / scale - w) <= 1e-12 * w for w in written)]
     return f"{missing} is not written in the row's asserts" if missing else None
 
 
@@ -218,8 +220,8 @@ def read_ledger(notebooks) -> list[Entry]:
                     _require(False, where, f"{meta['id']}: a cell with several entries must say which "
                              "asserts are whose ('asserts': [indices])")
                 if "bound" in number:
-                    _require(bound_problem(number["bound"], asserts) is None, where,
-                             f"{meta['id']}: number's bound {bound_problem(number['bound'], asserts)}")
+                    problem = bound_problem(number["bound"], asserts, number.get("scale", 1))
+                    _require(problem is None, where, f"{meta['id']}: number's bound {problem}")
                 entries.append(Entry(
                     id=str(meta["id"]), kind=meta["kind"], claim=meta["claim"], notebook=path, cell=index,
                     asserts=asserts, number=number, verdict=meta.get("verdict", ""),
