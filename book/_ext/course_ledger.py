@@ -163,7 +163,8 @@ def bound_problem(bound, asserts: list[str], scale: float = 1) -> str | None:
             and all(b is None or (isinstance(b, (int, float)) and not isinstance(b, bool)) for b in bound)):
         return f"must be [low, high], numbers or null, not both null; got {bound!r}"
     written = {float(x) for a in asserts for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?", a)}
-    missing = [b for b in bound if b is not None and not any(abs(abs(float(b)) / scale - w) <= 1e-12 * w for w in written)]
+    missing = [b for b in bound
+               if b is not None and not any(abs(abs(float(b)) / scale - w) <= 1e-12 * w for w in written)]
     return f"{missing} is not written in the row's asserts" if missing else None
 
 
