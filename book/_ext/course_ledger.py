@@ -751,7 +751,7 @@ def _swept_once(notebooks: tuple, root: Path) -> dict[tuple[Path, str], list[flo
 def spread_line(values: list[float], number: dict) -> str:
     """``"over 9 more seeds (the sweep): least 1.2 %, median 3.4 %, most 5.6 %"``, in the number's
     format; with a ``bound`` (the assert's limits on the number), also the nearest seed's margin
-    to it: ``"; nearest margin 0.8 % (bound 0.5 %)"``."""
+    to it: ``"; nearest margin to the assert's bound 0.5 %: 0.3 %"``."""
     fmt, unit = number.get("format", ""), number.get("unit", "")
     low, mid, high = (format(v, fmt) + unit for v in (min(values), statistics.median(values), max(values)))
     line = f"over {len(values)} more seeds (the sweep): least {low}, median {mid}, most {high}"
