@@ -47,6 +47,11 @@ TFIXUP_GAIN = 0.67
 """T-Fixup's constant for an encoder's weights, ``0.67 N^(-1/4)``."""
 
 
+def _generator(generator) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+
+
 def _model(model, norm_position: str) -> SequenceTransformer:
     if not isinstance(model, SequenceTransformer):
         raise TypeError(f"model must be a SequenceTransformer, got {type(model).__name__}")
@@ -90,8 +95,7 @@ def tfixup_init_(model: SequenceTransformer, *, generator: torch.Generator | Non
     ``(9N)^(-1/4)``. ``generator`` (default: PyTorch's global one) draws the weights. Returns
     the model."""
     model = _model(model, "none")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    _generator(generator)
     n = len(model.layers)
     gain = TFIXUP_GAIN * n ** -0.25
     for layer in model.layers:
@@ -116,8 +120,7 @@ def fairseq_init_(model: SequenceTransformer, *, generator: torch.Generator | No
     the weights. Returns the model."""
     if not isinstance(model, SequenceTransformer):
         raise TypeError(f"model must be a SequenceTransformer, got {type(model).__name__}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    _generator(generator)
     for layer in model.layers:
         for w in layer.self_attn.in_proj_weight.split(layer.linear2.out_features):
             nn.init.xavier_uniform_(w, 2 ** -0.5, generator=generator)
