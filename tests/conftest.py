@@ -30,6 +30,14 @@ STAGES: dict[str, float] = {}
 FILES: dict[str, float] = defaultdict(float)
 
 
+@pytest.fixture(autouse=True)
+def _predictions_judged_afresh():
+    """Each test's predictions are judged as in a fresh kernel, where the first one counts."""
+    from helpers.grading.predictions import COUNTED
+
+    COUNTED.clear()
+
+
 def _timed(stage: str, fn):
     start = time.perf_counter()
     result = fn()

@@ -160,3 +160,14 @@ def test_every_measurement_a_prediction_is_checked_against_is_folded_on_the_site
     for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
         checks = cell.cell_type == "code" and bool(PREDICTION_CHECK.search(cell.source))
         assert checks == ("hide-output" in cell.metadata.get("tags", [])), f"{path.name} cell {number}"
+
+
+def test_the_ten_week_schedule_covers_every_section_once():
+    """The instructors' schedule names sections by number; a section added to a chapter must get a week."""
+    page = (ROOT / "book" / "appendix" / "instructors.md").read_text()
+    scheduled = []
+    for chapter, first, how, last in re.findall(r"^\| \d+ \| chapter (\d), sections (\d) (to|and) (\d) \|", page, re.M):
+        numbers = range(int(first), int(last) + 1) if how == "to" else (int(first), int(last))
+        scheduled += [(int(chapter), n) for n in numbers]
+    sections = sorted((int(p.parent.name[2:]), int(p.name[:2])) for p in toc_notebooks(ROOT))
+    assert sorted(scheduled) == sections, set(scheduled) ^ set(sections)

@@ -127,6 +127,7 @@ def _answers_on(x_given, answer):
 
 def test_most_harmful_block_checker(tiny_net):
     from helpers.grading import check_most_harmful_block
+    from helpers.grading.predictions import COUNTED
     from helpers.measure import single_block_lesions
 
     model, x, y = tiny_net
@@ -134,6 +135,7 @@ def test_most_harmful_block_checker(tiny_net):
     other = (worst + 2) % len(model.blocks)  # neither the answer nor an off-by-one
     good = check_most_harmful_block(_measures, model, x, y, prediction=worst)
     assert good.passed and "was right" in str(good), str(good)
+    COUNTED.clear()  # a fresh kernel: the first prediction judged counts
     wrong = check_most_harmful_block(_answers_on(x, other), model, x, y, prediction=other)
     assert not wrong.passed and f"deleting block {worst}" in wrong.lines[0], str(wrong)
     assert all(line.startswith("✓") for line in wrong.lines[1:3]), str(wrong)
@@ -568,37 +570,62 @@ def test_best_rate_checker_names_each_mistake():
 def test_a_prediction_is_compared_with_the_measurement():
     from helpers.grading import check_prediction
 
-    assert check_prediction("factor", 1.0, 0.97, rtol=0.1).passed
-    wrong = check_prediction("factor", 0.4, 0.97, rtol=0.1, explain="Redo the derivation.")
+    assert check_prediction("factor 1", 1.0, 0.97, rtol=0.1).passed
+    wrong = check_prediction("factor 2", 0.4, 0.97, rtol=0.1, explain="Redo the derivation.")
     assert not wrong.passed and "59 % off" in str(wrong) and "Redo the derivation." in str(wrong)
-    assert "no prediction yet" in str(check_prediction("factor", None, 0.97, rtol=0.1))
-    assert "not text" in str(check_prediction("factor", "1.0", 0.97, rtol=0.1))
-    assert "bool" in str(check_prediction("factor", True, 1.0, rtol=0.1))
-    assert check_prediction("scale", 0.25, 0.25, options=(1.0, 0.5, 0.25, 0.1)).passed
-    off = check_prediction("scale", 0.5, 0.25, options=(1.0, 0.5, 0.25, 0.1))
+    assert "no prediction yet" in str(check_prediction("factor 3", None, 0.97, rtol=0.1))
+    assert "not text" in str(check_prediction("factor 4", "1.0", 0.97, rtol=0.1))
+    assert "bool" in str(check_prediction("factor 5", True, 1.0, rtol=0.1))
+    assert check_prediction("scale 6", 0.25, 0.25, options=(1.0, 0.5, 0.25, 0.1)).passed
+    off = check_prediction("scale 7", 0.5, 0.25, options=(1.0, 0.5, 0.25, 0.1))
     assert not off.passed and "gives 0.25" in str(off)
-    assert "not one of the options" in str(check_prediction("scale", 0.3, 0.25, options=(0.5, 0.25)))
+    assert "not one of the options" in str(check_prediction("scale 8", 0.3, 0.25, options=(0.5, 0.25)))
     with pytest.raises(ValueError, match="exactly one"):
-        check_prediction("x", 1.0, 1.0)
+        check_prediction("x 9", 1.0, 1.0)
 
 
 def test_several_predictions_are_each_compared_within_an_absolute_tolerance():
     from helpers.grading import check_predictions
 
     measured = {"plain": 0.02, "residual": 0.71}
-    right = check_predictions("corr", {"plain": 0.1, "residual": 0.6}, measured, atol=0.15)
+    right = check_predictions("corr 10", {"plain": 0.1, "residual": 0.6}, measured, atol=0.15)
     assert right.passed and right.score == 1.0
-    half = check_predictions("corr", {"plain": 0.1, "residual": 0.1}, measured, atol=0.15, explain="Look at 2.4.")
+    half = check_predictions("corr 11", {"plain": 0.1, "residual": 0.1}, measured, atol=0.15, explain="Look at 2.4.")
     assert not half.passed and half.score == 0.5
     assert "✗ residual" in str(half) and "✓ plain" in str(half) and "Look at 2.4." in str(half)
-    assert "no prediction yet" in str(check_predictions("corr", {"plain": None, "residual": None}, measured,
+    assert "no prediction yet" in str(check_predictions("corr 12", {"plain": None, "residual": None}, measured,
                                                         atol=0.15))
-    assert "keys" in str(check_predictions("corr", {"plain": 0.1}, measured, atol=0.15))
-    assert "not text" in str(check_predictions("corr", {"plain": "0.1", "residual": 0.7}, measured, atol=0.15))
+    assert "keys" in str(check_predictions("corr 13", {"plain": 0.1}, measured, atol=0.15))
+    assert "not text" in str(check_predictions("corr 14", {"plain": "0.1", "residual": 0.7}, measured, atol=0.15))
     with pytest.raises(ValueError, match="atol"):
-        check_predictions("corr", {}, measured, atol=0)
+        check_predictions("corr 15", {}, measured, atol=0)
     with pytest.raises(TypeError, match="measured"):
-        check_predictions("corr", {}, {}, atol=0.1)
+        check_predictions("corr 16", {}, {}, atol=0.1)
+
+
+def test_a_prediction_counts_once():
+    """A wrong answer's feedback shows the measurement: resubmitting it is judged as the first."""
+    from helpers.grading import check_prediction, check_predictions
+    from helpers.grading.chapter5 import check_adam_step_prediction
+    from helpers.grading.choices import check_choices
+
+    assert not check_prediction("factor", 0.4, 0.97, rtol=0.1).passed
+    copied = check_prediction("factor", 0.97, 0.97, rtol=0.1)
+    assert not copied.passed and "counts once, so your first, 0.4, is judged" in str(copied), str(copied)
+    assert "you changed it" not in str(check_prediction("factor", 0.4, 0.97, rtol=0.1))
+    assert "no prediction yet" in str(check_prediction("unmade", None, 1.0, rtol=0.1))
+    assert check_prediction("unmade", 1.0, 1.0, rtol=0.1).passed  # no prediction is not a first prediction
+    assert not check_prediction("options", 0.5, 0.25, options=(0.5, 0.25)).passed
+    assert not check_prediction("options", 0.25, 0.25, options=(0.5, 0.25)).passed
+    measured = {"plain": 0.02, "residual": 0.71}
+    check_predictions("corr", {"plain": 0.1, "residual": 0.1}, measured, atol=0.15)
+    again = check_predictions("corr", {"plain": 0.1, "residual": 0.71}, measured, atol=0.15)
+    assert again.score == 0.5 and "✓ plain" in str(again) and "your first, 0.1, is judged" in str(again)
+    check_choices("fails", {"a": 0, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
+    assert check_choices("fails", {"a": 1, "b": 0}, {"a": 1, "b": 0}, options=(0, 1)).score == 0
+    assert not check_adam_step_prediction(2.0, 7.5).passed
+    resubmitted = check_adam_step_prediction(7.5, 7.5)
+    assert not resubmitted.passed and "your first, 2, is judged" in str(resubmitted), str(resubmitted)
 
 
 def test_error_rate_checker_names_each_mistake_and_keeps_error_rate_for_the_lesion_exercise():
@@ -655,26 +682,26 @@ def test_choices_must_be_options_and_are_scored_above_guessing():
     from helpers.grading.choices import check_choices, guessing_score
 
     measured = {"a": 1, "b": 0, "c": 1, "d": 1, "e": 0}
-    right = check_choices("fails", dict(measured), measured, options=(0, 1))
+    right = check_choices("fails 1", dict(measured), measured, options=(0, 1))
     assert right.passed and right.score == 1.0
     # An "either" answer is not an option: wrong, not half right, and never passes.
-    hedged = check_choices("fails", {name: 0.5 for name in measured}, measured, options=(0, 1))
+    hedged = check_choices("fails 2", {name: 0.5 for name in measured}, measured, options=(0, 1))
     assert not hedged.passed and hedged.score == 0.0
     assert "0.5 is not one of the options" in str(hedged)
     # Three of five yes/no answers is what guessing gets: 0.2 above chance, not 0.6.
-    three = check_choices("fails", {"a": 1, "b": 0, "c": 1, "d": 0, "e": 1}, measured, options=(0, 1),
+    three = check_choices("fails 3", {"a": 1, "b": 0, "c": 1, "d": 0, "e": 1}, measured, options=(0, 1),
                           explain="Think of the +1 path.")
     assert not three.passed and three.score == pytest.approx(0.2)
     assert "3 of 5 right" in str(three) and "Guessing gets 2.5" in str(three) and "+1 path" in str(three)
-    all_ones = check_choices("fails", {name: 1 for name in measured}, measured, options=(0, 1))
+    all_ones = check_choices("fails 4", {name: 1 for name in measured}, measured, options=(0, 1))
     assert all_ones.score == pytest.approx(0.2)
-    assert "no prediction yet" in str(check_choices("fails", {name: None for name in measured}, measured,
+    assert "no prediction yet" in str(check_choices("fails 5", {name: None for name in measured}, measured,
                                                     options=(0, 1)))
-    assert "keys" in str(check_choices("fails", {"a": 1}, measured, options=(0, 1)))
+    assert "keys" in str(check_choices("fails 6", {"a": 1}, measured, options=(0, 1)))
     assert guessing_score(1, 2, 2) == 0.0 and guessing_score(0, 4, 4) == 0.0
     with pytest.raises(ValueError, match="options"):
-        check_choices("fails", {}, measured, options=(1,))
+        check_choices("fails 7", {}, measured, options=(1,))
     with pytest.raises(ValueError, match="among options"):
-        check_choices("fails", {}, {"a": 2}, options=(0, 1))
+        check_choices("fails 8", {}, {"a": 2}, options=(0, 1))
     with pytest.raises(ValueError, match="right"):
         guessing_score(6, 5, 2)

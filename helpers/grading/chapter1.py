@@ -22,6 +22,7 @@ from ..models.mlp import DeepMLP
 from ..seeding import isolated
 from .base import Case, Feedback, compare_numeric, run_cases
 from .choices import guessing_score
+from .predictions import counted
 from .values import WrongType, as_number, as_numeric_array
 
 
@@ -460,11 +461,15 @@ def check_most_harmful_block(fn, model, x, y, *, prediction=None) -> Feedback:
     feedback = run_cases("Which deleted block hurts most", fn, cases, off_limits=REFERENCES)
     if prediction is not None:
         is_index = isinstance(prediction, (int, np.integer)) and not isinstance(prediction, (bool, np.bool_))
+        note = ""
+        if is_index and 0 <= prediction < len(errors):
+            first, note = counted(("Which deleted block hurts most",), int(prediction))
+            prediction, note = int(first), f" ({note})" if note else ""
         if is_index and prediction == worst:
-            feedback.lines.append(f"Your prediction, block {prediction}, was right.")
+            feedback.lines.append(f"Your prediction, block {prediction}, was right{note}.")
         elif is_index and 0 <= prediction < len(errors):
             feedback.lines.append(
-                f"You predicted block {prediction} ({100 * errors[prediction]:.1f} % when deleted); the "
+                f"You predicted block {prediction}{note} ({100 * errors[prediction]:.1f} % when deleted); the "
                 f"measurement says block {worst} ({100 * errors[worst]:.1f} %). Errors by block: {table}.")
         else:
             feedback.lines.append(f"Your prediction {prediction!r} is not a block index 0 to {len(errors) - 1}.")

@@ -50,6 +50,7 @@ from ..models.deepnorm import deepnorm_init_, scale_deepnorm_
 from ..models.transformer import SequenceTransformer, apply_deepnorm_, deepnorm_constants
 from .base import Case, Feedback, is_placeholder, run_cases
 from .chapter1 import _rng
+from .predictions import counted
 from .values import WrongType, as_number
 
 _RTOL, _ATOL = 1e-5, 1e-8  # float32 parameters: a right answer agrees with the reference to ~1e-7
@@ -564,18 +565,21 @@ _ADAM_POWER_MISTAKES = (
 )
 
 
-def _read_prediction(exercise: str, prediction, tests: list[str], what: str) -> tuple[float | None, Feedback | None]:
-    """``(value, None)`` for a prediction that is one finite number, else ``(None, feedback)``
-    saying what is wrong with it (none yet; text, NaN, an array...); ``what`` names it
-    ("your power b")."""
+def _read_prediction(exercise: str, prediction, tests: list[str], what: str
+                     ) -> tuple[float | None, list[str], Feedback | None]:
+    """``(value, notes, None)`` for a prediction that is one finite number, else
+    ``(None, [], feedback)`` saying what is wrong with it (none yet; text, NaN, an array...);
+    ``what`` names it ("your power b"). The value is the first one judged for ``exercise``
+    (:func:`~helpers.grading.predictions.counted`); ``notes`` names a changed one."""
     if prediction is None:
-        return None, Feedback(exercise, [f"no prediction yet: write {what} in the cell above before you run this "
-                                         "cell, then run it again."], False, tests=tests)
+        return None, [], Feedback(exercise, [f"no prediction yet: write {what} in the cell above before you run "
+                                             "this cell, then run it again."], False, tests=tests)
     value, problem = as_number(prediction)
     if problem:
-        return None, Feedback(exercise, [f"your prediction is {str(problem).removeprefix('returned ')}"], False,
-                              tests=tests)
-    return value, None
+        return None, [], Feedback(exercise, [f"your prediction is {str(problem).removeprefix('returned ')}"],
+                                  False, tests=tests)
+    value, note = counted((exercise,), value)
+    return value, [note.capitalize() + "."] if note else [], None
 
 
 def check_adam_beta_power(prediction, measured: float | None = None) -> Feedback:
@@ -591,20 +595,20 @@ def check_adam_beta_power(prediction, measured: float | None = None) -> Feedback
         measured, problem = as_number(measured)
         if problem:
             raise TypeError(f"measured must be one finite number or None: it {problem}")
-    value, feedback = _read_prediction(exercise, prediction, tests, "your power b")
+    value, notes, feedback = _read_prediction(exercise, prediction, tests, "your power b")
     if feedback is not None:
         return feedback
     if abs(value - ADAM_POWER) <= _ADAM_POWER_TOL:
         after = "" if measured is None else f" This page's measurement puts the flat point at b = {measured:.2f}."
         return Feedback(exercise, [f"b = {value:g}: β/α ∝ N^(1/4 - b) = 1/N, and the 2N shares of about "
-                                   f"2β/α add up to a constant.{after}"], True, tests=tests)
+                                   f"2β/α add up to a constant.{after}", *notes], True, tests=tests)
     if value < 0:
         return Feedback(exercise, [f"b = {value:g} makes β grow with the depth; β ∝ N^(-b) must shrink, so "
-                                   "b is positive."], False, tests=tests)
+                                   "b is positive.", *notes], False, tests=tests)
     why = next((text for power, text in _ADAM_POWER_MISTAKES if abs(value - power) <= _ADAM_POWER_TOL),
                "write the update as 2N · 2β/α with α = (2N)^(1/4) and β ∝ N^(-b), and choose b so that the "
                "powers of N cancel.")
-    return Feedback(exercise, [f"b = {value:g}: {why}"], False, tests=tests)
+    return Feedback(exercise, [f"b = {value:g}: {why}", *notes], False, tests=tests)
 
 
 ADAM_STEP_DEPTHS = (2, 64)
@@ -668,15 +672,15 @@ def check_adam_step_prediction(prediction, measured) -> Feedback:
     if measured <= 0:
         raise ValueError(f"measured must be a ratio > 0, got {measured}")
     tests = [f"your ratio against the measurement this cell makes (within {100 * ADAM_STEP_RTOL:.0f} %)"]
-    value, feedback = _read_prediction(exercise, prediction, tests, "your ratio")
+    value, notes, feedback = _read_prediction(exercise, prediction, tests, "your ratio")
     if feedback is not None:
         return feedback
     off = abs(value - measured) / measured
     if off <= ADAM_STEP_RTOL:
         return Feedback(exercise, [f"your prediction, {value:.3g}, is within {100 * off:.0f} % of the measured "
                                    f"{measured:.3g}: the stream's growth does not cancel between {low} and "
-                                   f"{high} blocks."], True, tests=tests)
+                                   f"{high} blocks.", *notes], True, tests=tests)
     why = next((text for target, text in _adam_step_mistakes() if abs(value / target - 1) <= 0.03),
                f"apply N ε (1 + ε²)^((N - 1)/2) with ε = 1/√N at {high} and at {low} blocks, and divide.")
     return Feedback(exercise, [f"your prediction, {value:.3g}, is more than {100 * ADAM_STEP_RTOL:.0f} % off "
-                               f"the measurement: {why}"], False, tests=tests)
+                               f"the measurement: {why}", *notes], False, tests=tests)

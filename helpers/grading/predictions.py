@@ -5,6 +5,11 @@ checker compares it with the measurement the notebook has just made and says how
 it was. A prediction is not code, so none of the guards of :mod:`helpers.grading.base` is
 needed; what is checked is that a prediction was made, and that it is a number (or one of
 the listed options).
+
+A prediction counts once. The first number judged for an exercise (for each name, where
+there are several) is the one every later check of that exercise in the same kernel judges:
+a wrong answer's feedback shows the measurement, and resubmitting it would otherwise pass.
+A changed prediction is named in the feedback, and not credited.
 """
 
 from __future__ import annotations
@@ -16,8 +21,25 @@ import numpy as np
 from .base import Feedback
 from .values import as_number
 
+COUNTED: dict[tuple, float] = {}
+"""The prediction that counts, by ``(exercise,)`` or ``(exercise, name)``: the first one judged here."""
+
 NO_PREDICTION = ("no prediction yet: write yours in the cell above before you look at the measurement, then run "
                  "this cell again.")
+
+
+def counted(key: tuple, value: float) -> tuple[float, str]:
+    """The prediction to judge for ``key`` (the first one judged, see the module's docstring)
+    and a note, empty unless ``value`` differs from it."""
+    first = COUNTED.setdefault(key, value)
+    if first == value:
+        return value, ""
+    return first, (f"you changed it to {value:g} after it had been judged; a prediction counts once, so your "
+                   f"first, {first:g}, is judged")
+
+
+def _aside(note: str) -> str:
+    return f" ({note})" if note else ""
 
 
 def each_prediction(exercise: str, predictions, names: list, judge) -> Feedback | tuple[list[str], int]:
@@ -36,9 +58,10 @@ def each_prediction(exercise: str, predictions, names: list, judge) -> Feedback 
         if problem:
             lines.append(f"✗ {name}: your prediction is {problem.removeprefix('returned ')}")
             continue
+        value, note = counted((exercise, name), value)
         ok, line = judge(name, value)
         right += ok
-        lines.append(line)
+        lines.append(line + _aside(note))
     return lines, right
 
 
@@ -67,17 +90,22 @@ def _check(exercise: str, prediction, measured, rtol, options, explain) -> Feedb
     if options is not None:
         if not any(np.isclose(value, o) for o in options):
             return Feedback(exercise, [f"your prediction {value:g} is not one of the options {list(options)}."], False)
+        value, note = counted((exercise,), value)
+        note = _aside(note)
         if np.isclose(value, measured):
-            return Feedback(exercise, [f"your prediction, {value:g}, is what the measurement gives."], True)
-        return Feedback(exercise, [f"you predicted {value:g}; the measurement gives {measured:g}. {explain}".strip()],
-                        False)
+            return Feedback(exercise, [f"your prediction, {value:g}, is what the measurement gives{note}."], True)
+        return Feedback(exercise, [f"you predicted {value:g}{note}; the measurement gives {measured:g}. "
+                                   f"{explain}".strip()], False)
+    value, note = counted((exercise,), value)
+    note = _aside(note)
     rtol = float(rtol)
     off = abs(value - measured) / abs(measured)
     if off <= rtol:
         return Feedback(exercise, [f"your prediction, {value:.3g}, is within {100 * off:.0f} % of the measured "
-                                   f"{measured:.3g}."], True)
-    return Feedback(exercise, [f"you predicted {value:.3g}; the measurement gives {measured:.3g} ({100 * off:.0f} % "
-                               f"off, more than the {100 * rtol:.0f} % allowed). {explain}".strip()], False)
+                                   f"{measured:.3g}{note}."], True)
+    return Feedback(exercise, [f"you predicted {value:.3g}{note}; the measurement gives {measured:.3g} "
+                               f"({100 * off:.0f} % off, more than the {100 * rtol:.0f} % allowed). "
+                               f"{explain}".strip()], False)
 
 
 def check_predictions(exercise: str, predictions: dict, measured: dict, *, atol: float,

@@ -317,6 +317,8 @@ def _check(shell, source: str, ex, names: list[str], all_names: list[str], stude
 def _check_one(shell, source: str, ex, names: list[str], all_names: list[str], student: Student, calls: list,
                seed: int, base, no_autograd: bool) -> dict:
     """One student's outcome at exercise ``ex``'s checker cell (see :func:`_check`)."""
+    from helpers.grading.predictions import COUNTED
+
     ns = shell.user_ns
     try:
         student.ready(all_names, ex.label)
@@ -326,6 +328,7 @@ def _check_one(shell, source: str, ex, names: list[str], all_names: list[str], s
     prefix = [f"your cell raised {str(e.get('type', 'an error'))[:80]}: {str(e.get('message', ''))[:300]}"
               for c, e in student.errors.items() if c.startswith(f"<cell {ex.label}.") and isinstance(e, dict)]
     base.LATEST.clear()
+    COUNTED.clear()  # the checker's "first prediction counts" is per kernel; here each student is judged afresh
     with seeded_hidden_cases(seed):
         if len(calls) == 1:
             checker, args, kwargs = calls[0]
