@@ -623,6 +623,11 @@ def test_a_prediction_counts_once():
     assert again.score == 0.5 and "✓ plain" in str(again) and "your first, 0.1, is judged" in str(again)
     check_choices("fails", {"a": 0, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
     assert check_choices("fails", {"a": 1, "b": 0}, {"a": 1, "b": 0}, options=(0, 1)).score == 0
+    # A value that is not an option (0.5 for "either", or a typo) is marked wrong, and it counts
+    # as the first prediction like any other number.
+    check_choices("hedge", {"a": 0.5, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
+    assert "your first, 0.5, is judged" in str(check_choices("hedge", {"a": 1, "b": 0}, {"a": 1, "b": 0},
+                                                             options=(0, 1)))
     assert not check_adam_step_prediction(2.0, 7.5).passed
     resubmitted = check_adam_step_prediction(7.5, 7.5)
     assert not resubmitted.passed and "your first, 2, is judged" in str(resubmitted), str(resubmitted)

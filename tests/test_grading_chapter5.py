@@ -294,6 +294,7 @@ def test_the_adam_step_prediction_passes_the_theory_and_names_the_usual_mistakes
     stream's, fails everywhere in that range, and neither it nor any wrong answer is told the
     measured value."""
     from helpers.grading.chapter5 import ADAM_STEP_RTOL, check_adam_step_prediction
+    from helpers.grading.predictions import COUNTED
 
     for measured in (7.27, 7.53, 8.05):
         assert check_adam_step_prediction(7.5, measured).passed
@@ -303,6 +304,7 @@ def test_the_adam_step_prediction_passes_the_theory_and_names_the_usual_mistakes
                 10.0: "square root", 1: "ε = 1/N", 13.04: "divide by its value", 6.2: "apply N ε"}
     for measured in (7.27, 7.53, 8.05):
         for guess, says in mistakes.items():
+            COUNTED.clear()  # each guess is a learner's first prediction
             feedback = check_adam_step_prediction(guess, measured)
             assert not feedback.passed and says in str(feedback), (guess, str(feedback))
             assert f"{measured:.3g}" not in str(feedback) and f"{measured:.2f}" not in str(feedback)

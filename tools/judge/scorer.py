@@ -311,6 +311,9 @@ def _check(shell, source: str, ex, names: list[str], all_names: list[str], stude
         for n in names:
             ns.pop(n, None)
         ns.update(saved)
+        from helpers.grading.predictions import COUNTED
+
+        COUNTED.clear()  # the book's own run of the cell, next, is judged afresh too
     return out
 
 
