@@ -43,6 +43,19 @@ def test_checker_names_the_specific_mistake():
         assert needle in str(feedback), (name, str(feedback))
 
 
+def test_a_fit_through_the_endpoints_fails_every_noisy_case():
+    """It passed about one hidden case in 120 (a class grader's flaky 5/7 instead of 4/7)."""
+    from tools.judge.scorer import seeded_hidden_cases
+
+    def endpoints(norms):
+        return (norms[0] / norms[-1]) ** (1 / (len(norms) - 1))
+
+    for seed in range(300):
+        with seeded_hidden_cases(seed):
+            feedback = check_per_layer_factor(endpoints)
+        assert feedback.score == pytest.approx(4 / 7), (seed, str(feedback))
+
+
 def test_run_cases_compares_tensors_by_shape_and_value():
     cases = [Case("double", (torch.ones(2),), torch.full((2,), 2.0))]
     assert run_cases("double", lambda x: 2 * x, cases).passed
