@@ -101,3 +101,20 @@ def test_the_speed_index_is_the_reference_time_over_this_machines():
     assert normalised(30.0, 2.0) == 60.0  # 30 s on a machine twice as fast: 60 reference seconds
     with pytest.raises(ValueError, match="seconds must be positive"):
         speed_index(0.0)
+
+
+def test_the_learners_run_all_is_read_from_the_lab_tests_printout():
+    """Every row the test printed, failed or not, judged in reference CPU seconds as the test does."""
+    from tools.benchmark import lab_rows
+
+    out = ("Run All Cells in JupyterLab: 21.5 s for 30 code cells of book/ch5/04_deepnorm.ipynb, "
+           "CPU 29.3 s (kernel and workers), speed index 2.61\nF"
+           "Run All Cells in JupyterLab: 3.5 s for 12 code cells of book/ch4/01_inside_the_layer.ipynb, "
+           "CPU 4.0 s (kernel and workers), speed index 2.50\n.")
+    rows = lab_rows(out)
+    assert rows == {
+        "book/ch5/04_deepnorm.ipynb": {"wall_s": 21.5, "cpu_s": 29.3, "speed_index": 2.61,
+                                       "reference_cpu_s": 76.5, "over_budget": True},
+        "book/ch4/01_inside_the_layer.ipynb": {"wall_s": 3.5, "cpu_s": 4.0, "speed_index": 2.5,
+                                               "reference_cpu_s": 10.0, "over_budget": False},
+    }

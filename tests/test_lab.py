@@ -182,7 +182,8 @@ def test_a_learner_runs_a_notebook_in_jupyterlab(browser, lab, notebook, tmp_pat
     cpu_before = kernel_cpu_seconds(tmp_path / "runtime")
     seconds = run_all_cells(tab, n_code, 3 * BUDGET_S)
     cpu = kernel_cpu_seconds(tmp_path / "runtime") - cpu_before
-    print(f"Run All Cells in JupyterLab: {seconds:.1f} s for {n_code} code cells of {notebook.name}, "
+    name = notebook.relative_to(ROOT).as_posix()
+    print(f"Run All Cells in JupyterLab: {seconds:.1f} s for {n_code} code cells of {name}, "
           f"CPU {cpu:.1f} s (kernel and workers), speed index {index:.2f}")
     assert_no_error_output(tab)
     # What the budget measures: the CPU time of the kernel and its workers for Run All (each on
