@@ -18,6 +18,10 @@ def _right(norms):
     return math.exp(-slope)
 
 
+def _endpoints(norms):  # the first and last layer only: right on exact profiles, wrong on noisy ones
+    return (norms[0] / norms[-1]) ** (1 / (len(norms) - 1))
+
+
 def _forgets_return(norms):
     slope = np.polyfit(np.arange(len(norms)), np.log(norms), 1)[0]
     math.exp(-slope)
@@ -33,7 +37,7 @@ def test_checker_names_the_specific_mistake():
     cases = {
         "forgot return": (_forgets_return, "forget the `return`"),
         "reciprocal": (lambda norms: 1 / _right(norms), "reciprocal"),
-        "endpoints only": (lambda norms: (norms[0] / norms[-1]) ** (1 / (len(norms) - 1)), "noisy"),
+        "endpoints only": (_endpoints, "noisy"),
         "crash": (lambda norms: norms.nonexistent, "AttributeError"),
         "not a number": (lambda norms: "0.5", "expected"),
     }
@@ -47,12 +51,9 @@ def test_a_fit_through_the_endpoints_fails_every_noisy_case():
     """It passed about one hidden case in 120 (a class grader's flaky 5/7 instead of 4/7)."""
     from tools.judge.scorer import seeded_hidden_cases
 
-    def endpoints(norms):
-        return (norms[0] / norms[-1]) ** (1 / (len(norms) - 1))
-
     for seed in range(300):
         with seeded_hidden_cases(seed):
-            feedback = check_per_layer_factor(endpoints)
+            feedback = check_per_layer_factor(_endpoints)
         assert feedback.score == pytest.approx(4 / 7), (seed, str(feedback))
 
 
