@@ -637,11 +637,20 @@ def test_a_prediction_counts_once():
     assert again.score == 0.5 and "✓ plain" in str(again) and "your first, 0.1, is judged" in str(again)
     check_choices("fails", {"a": 0, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
     assert check_choices("fails", {"a": 1, "b": 0}, {"a": 1, "b": 0}, options=(0, 1)).score == 0
-    # A value that is not an option (0.5 for "either", or a typo) is marked wrong, and it counts
-    # as the first prediction like any other number.
-    check_choices("hedge", {"a": 0.5, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
-    assert "your first, 0.5, is judged" in str(check_choices("hedge", {"a": 1, "b": 0}, {"a": 1, "b": 0},
-                                                             options=(0, 1)))
+    # A value that is not an option (0.5 for "either", or a typo) is marked wrong and not counted,
+    # as a single choice's is: the learner may still give an option, and the first option counts.
+    hedged = check_choices("hedge", {"a": 0.5, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
+    assert "✗ a: your prediction 0.5 is not one of the options" in str(hedged) and "1 of 2 right" in str(hedged)
+    chosen = check_choices("hedge", {"a": 1, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
+    assert chosen.passed and "changed" not in str(chosen), str(chosen)
+    later = check_choices("hedge", {"a": 0, "b": 0}, {"a": 1, "b": 0}, options=(0, 1))
+    assert later.passed and "so your first, 1, is judged" in str(later), str(later)
+    # The note on a changed prediction is a sentence of its own, after the line's full stop.
+    assert ("more than 0.15 away. You changed it to 0.71 after it had been judged; a prediction counts once, "
+            "so your first, 0.1, is judged.") in str(again), str(again)
+    # A float32 tensor and the float it rounds to are the same prediction, not a changed one.
+    check_prediction("float32", torch.tensor(0.3), 0.3, rtol=0.1)
+    assert "changed" not in str(check_prediction("float32", 0.3, 0.3, rtol=0.1))
     assert not check_adam_step_prediction(2.0, 7.5).passed
     resubmitted = check_adam_step_prediction(7.5, 7.5)
     assert not resubmitted.passed and "your first, 2, is judged" in str(resubmitted), str(resubmitted)

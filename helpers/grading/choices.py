@@ -8,7 +8,8 @@ on average, so the score counts only what beats that (the usual correction for g
     score = max(0, (right - n / k) / (n - n / k))
 
 Five yes/no predictions with three right score 0.2, not 0.6; all five right score 1. A
-prediction that is not one of the options (0.5 for "either") is marked wrong, never rounded.
+prediction that is not one of the options (0.5 for "either") is marked wrong, never rounded,
+and it is not counted as the prediction: the learner may still give an option.
 """
 
 from __future__ import annotations
@@ -53,14 +54,17 @@ def check_choices(exercise: str, predictions: dict, measured: dict, *, options: 
     tests = [f"your prediction for {name}, one of {options}, against the measurement this cell makes"
              for name in names]
 
+    def refuse(value):
+        if any(np.isclose(value, option) for option in options):
+            return ""
+        return f"your prediction {value:g} is not one of the options {options}."
+
     def judge(name, value):
-        if not any(np.isclose(value, option) for option in options):
-            return False, f"✗ {name}: your prediction {value:g} is not one of the options {options}."
         if np.isclose(value, measured[name]):
             return True, f"✓ {name}: you predicted {value:g}; the measurement gives {measured[name]:g}."
         return False, f"✗ {name}: you predicted {value:g}; the measurement gives {measured[name]:g}."
 
-    result = each_prediction(exercise, predictions, names, judge)
+    result = each_prediction(exercise, predictions, names, judge, refuse)
     if not isinstance(result, Feedback):
         lines, right = result
         score = guessing_score(right, len(names), len(options))

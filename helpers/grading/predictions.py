@@ -14,7 +14,8 @@ A changed prediction is named in the feedback, and not credited.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -30,10 +31,10 @@ NO_PREDICTION = ("no prediction yet: write yours in the cell above before you lo
 
 def counted(key: tuple, value: float) -> tuple[float, str]:
     """The prediction to judge for ``key`` (the first one judged, see the module's docstring)
-    and a note, empty unless ``value`` differs from it."""
+    and a note, empty unless ``value`` differs from it by more than a float32's rounding."""
     first = COUNTED.setdefault(key, value)
-    if first == value:
-        return value, ""
+    if math.isclose(first, value, rel_tol=1e-6):
+        return first, ""
     return first, (f"you changed it to {value:g} after it had been judged; a prediction counts once, so your "
                    f"first, {first:g}, is judged")
 
@@ -42,11 +43,14 @@ def _aside(note: str) -> str:
     return f" ({note})" if note else ""
 
 
-def each_prediction(exercise: str, predictions, names: list, judge) -> Feedback | tuple[list[str], int]:
+def each_prediction(exercise: str, predictions, names: list, judge,
+                    refuse: Callable[[float], str] | None = None) -> Feedback | tuple[list[str], int]:
     """Several recorded predictions, ``{name: value}``, judged one by one: the feedback when
     there is nothing to judge (no prediction yet, or not a dict with the keys ``names``), else
     ``(lines, right)`` with one line per name, from ``judge(name, number) -> (right?, line)``
-    for each prediction that is a number."""
+    for each prediction that is a number. ``refuse(number)``, if given, says what is wrong with
+    a number that cannot be an answer (empty if nothing): such a number is marked wrong and,
+    like text, is not counted as the prediction, so that a typo does not fix the answer."""
     if predictions is None or (isinstance(predictions, dict) and all(v is None for v in predictions.values())):
         return Feedback(exercise, [NO_PREDICTION], False)
     if not isinstance(predictions, dict) or set(predictions) != set(names):
@@ -58,10 +62,14 @@ def each_prediction(exercise: str, predictions, names: list, judge) -> Feedback 
         if problem:
             lines.append(f"✗ {name}: your prediction is {problem.removeprefix('returned ')}")
             continue
+        problem = refuse(value) if refuse else ""
+        if problem:
+            lines.append(f"✗ {name}: {problem}")
+            continue
         value, note = counted((exercise, name), value)
         ok, line = judge(name, value)
         right += ok
-        lines.append(line + _aside(note))
+        lines.append(f"{line} {note.capitalize()}." if note else line)
     return lines, right
 
 
