@@ -11,7 +11,7 @@ import pytest
 from tools.execute import executed_notebook
 from tools.plain_markdown import glued_text, glued_values
 from tools.site_audit import MIN_FIGURE_TEXT_PX, PAGE_BUDGET_BYTES, WIDTHS, audit_page, serve
-from tools.toc import ROOT, toc_files
+from tools.toc import ROOT, toc_files, toc_notebooks
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +38,18 @@ def _shows_glued(site: Path, page: str, key: str) -> None:
 def test_every_toc_page_is_built(site):
     for page in PAGES:
         assert (site / page).exists(), page
+
+
+def test_the_site_build_executes_no_notebook_again(executed, site_build):
+    """One execution per notebook and seed: the site takes every notebook from the cache. (Every
+    test of the site build is in this file: pytest's workers each build a session's fixtures,
+    so a second file would build the site a second time.)"""
+    if any(executed.values()):
+        pytest.skip("a notebook failed, so the site build had to execute it again")
+    log = site_build.stdout + site_build.stderr
+    again = re.findall(r"Executing notebook using .*", log)
+    assert not again, f"the site build executed notebooks again: {again}"
+    assert log.count("Using cached notebook") >= len(toc_notebooks(ROOT)), log[-3000:]
 
 
 def test_no_page_loads_anything_from_a_cdn(site):

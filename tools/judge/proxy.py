@@ -23,6 +23,7 @@ from tools.judge.cells import defined_names, plain_source
 from tools.judge.sandbox import Sandbox, SandboxError
 
 CELL_SECONDS = 30.0  # seconds one of a student's cells may run in the sandbox (they define, not train)
+SETUP_GRACE_SECONDS = 30.0  # beyond two cells' time, for a sandbox to start and import what the notebook does
 MAX_LIVE = 8
 """Sandboxes alive at once in one scorer (about 170 MB each): past that, the one used least
 recently is closed, and started again (its cells run anew) when its student is next checked,
@@ -231,7 +232,7 @@ class Student:
     def setup_seconds(self) -> float:
         """The wall-clock time the grader allows all of a student's cells together, whatever
         their number: the sandbox's own per-cell clock can be stopped by the student's code."""
-        return 2 * self.cell_seconds + 30
+        return 2 * self.cell_seconds + SETUP_GRACE_SECONDS
 
     def flag(self, label: str, why: str) -> None:
         """Note for a person to review that this student's exercise ``label`` hit a limit."""
